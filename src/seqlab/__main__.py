@@ -1,0 +1,3 @@
+from seqlab.cli.main import main
+
+raise SystemExit(main())

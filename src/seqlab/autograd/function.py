@@ -1,0 +1,103 @@
+"""`Function`: one differentiable primitive, forward and backward side by side.
+
+A Function works on raw arrays. `Function.apply` unwraps tensors, runs
+`forward`, and, when gradients are wanted, records the Function as the output
+tensor's creator so `Tensor.backward` can call its `backward` later.
+
+Broadcasting is undone in one place (`unbroadcast`, called by the engine),
+never inside an op's backward.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any
+
+_state = threading.local()
+
+
+def is_grad_enabled() -> bool:
+    return getattr(_state, "enabled", True)
+
+
+def set_grad_enabled(mode: bool) -> None:
+    _state.enabled = bool(mode)
+
+
+class no_grad:
+    """Context manager (and decorator) that records no graph, as `torch.no_grad`."""
+
+    def __enter__(self):
+        self._prev = is_grad_enabled()
+        set_grad_enabled(False)
+        return self
+
+    def __exit__(self, *exc):
+        set_grad_enabled(self._prev)
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with no_grad():
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class enable_grad(no_grad):
+    def __enter__(self):
+        self._prev = is_grad_enabled()
+        set_grad_enabled(True)
+        return self
+
+
+class Function:
+    """Base class of every primitive op.
+
+    Subclasses implement ``forward(*arrays, **params) -> array`` and
+    ``backward(grad) -> tuple`` returning one gradient per input (``None``
+    for inputs that need none). Arrays needed by backward are kept with
+    ``save_for_backward`` (or as attributes).
+    """
+
+    parents: tuple = ()
+    needs_input_grad: tuple = ()
+    saved: tuple = ()
+
+    def save_for_backward(self, *arrays: Any) -> None:
+        self.saved = arrays
+
+    def forward(self, *args, **kwargs):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def backward(self, grad):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @classmethod
+    def apply(cls, *inputs, **params):
+        from seqlab.autograd.tensor import Tensor
+
+        fn = cls()
+        arrays = [x.data if isinstance(x, Tensor) else x for x in inputs]
+        out = fn.forward(*arrays, **params)
+        if is_grad_enabled():
+            needs = tuple(isinstance(x, Tensor) and x.requires_grad for x in inputs)
+            if any(needs):
+                fn.parents = inputs
+                fn.needs_input_grad = needs
+                return Tensor._from_op(out, fn)
+        return Tensor._from_op(out, None)
+
+
+def unbroadcast(grad, shape: tuple):
+    """Sum `grad` over the axes that broadcasting expanded, back to `shape`."""
+    if grad.shape == shape:
+        return grad
+    extra = grad.ndim - len(shape)
+    axes = tuple(range(extra)) + tuple(
+        i + extra for i, s in enumerate(shape) if s == 1 and grad.shape[i + extra] != 1
+    )
+    if axes:
+        grad = grad.sum(axis=axes, keepdims=True)
+    return grad.reshape(shape)

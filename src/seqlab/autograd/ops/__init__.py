@@ -1,0 +1,1 @@
+"""The primitive ops, one class each, forward and backward on arrays."""

@@ -1,0 +1,162 @@
+"""Element-wise primitives. Inputs may broadcast; the engine undoes it."""
+from __future__ import annotations
+
+import numpy as np
+
+from seqlab.autograd.function import Function
+from seqlab.backend import xp_of
+
+
+class Add(Function):
+    def forward(self, a, b):
+        return a + b
+
+    def backward(self, grad):
+        return grad, grad
+
+
+class Sub(Function):
+    def forward(self, a, b):
+        return a - b
+
+    def backward(self, grad):
+        return grad, -grad
+
+
+class Mul(Function):
+    def forward(self, a, b):
+        self.save_for_backward(a, b)
+        return a * b
+
+    def backward(self, grad):
+        a, b = self.saved
+        return (grad * b if self.needs_input_grad[0] else None,
+                grad * a if self.needs_input_grad[1] else None)
+
+
+class Div(Function):
+    def forward(self, a, b):
+        self.save_for_backward(a, b)
+        return a / b
+
+    def backward(self, grad):
+        a, b = self.saved
+        ga = grad / b
+        gb = -ga * a / b if self.needs_input_grad[1] else None
+        return ga, gb
+
+
+class Neg(Function):
+    def forward(self, a):
+        return -a
+
+    def backward(self, grad):
+        return (-grad,)
+
+
+class Pow(Function):
+    """a ** p for a constant exponent p (a tensor exponent goes through exp/log)."""
+
+    def forward(self, a, p):
+        self.save_for_backward(a)
+        self.p = p
+        return a ** p
+
+    def backward(self, grad):
+        (a,) = self.saved
+        p = self.p
+        return grad * p * a ** (p - 1), None
+
+
+class Exp(Function):
+    def forward(self, a):
+        out = xp_of(a).exp(a)
+        self.save_for_backward(out)
+        return out
+
+    def backward(self, grad):
+        return (grad * self.saved[0],)
+
+
+class Log(Function):
+    def forward(self, a):
+        self.save_for_backward(a)
+        return xp_of(a).log(a)
+
+    def backward(self, grad):
+        return (grad / self.saved[0],)
+
+
+class Sqrt(Function):
+    def forward(self, a):
+        out = xp_of(a).sqrt(a)
+        self.save_for_backward(out)
+        return out
+
+    def backward(self, grad):
+        return (grad / (2 * self.saved[0]),)
+
+
+class Abs(Function):
+    def forward(self, a):
+        self.save_for_backward(a)
+        return xp_of(a).abs(a)
+
+    def backward(self, grad):
+        return (grad * xp_of(grad).sign(self.saved[0]),)
+
+
+class Clamp(Function):
+    """Gradient flows where min <= a <= max (torch passes it at the bounds too)."""
+
+    def forward(self, a, lo=None, hi=None):
+        xp = xp_of(a)
+        self.save_for_backward(a)
+        self.lo, self.hi = lo, hi
+        return xp.clip(a, lo, hi)
+
+    def backward(self, grad):
+        (a,) = self.saved
+        keep = np.ones((), dtype=bool)
+        if self.lo is not None:
+            keep = keep & (a >= self.lo)
+        if self.hi is not None:
+            keep = keep & (a <= self.hi)
+        return (grad * keep,)
+
+
+class Maximum(Function):
+    """Element-wise max; ties split the gradient equally, as torch."""
+
+    def forward(self, a, b):
+        self.save_for_backward(a, b)
+        return xp_of(a).maximum(a, b)
+
+    def backward(self, grad):
+        a, b = self.saved
+        wa = (a > b) + 0.5 * (a == b)
+        return grad * wa, grad * (1 - wa)
+
+
+class Where(Function):
+    def forward(self, cond, a, b):
+        self.save_for_backward(cond)
+        return xp_of(a).where(cond, a, b)
+
+    def backward(self, grad):
+        (cond,) = self.saved
+        zero = grad.dtype.type(0)
+        xp = xp_of(grad)
+        return None, xp.where(cond, grad, zero), xp.where(cond, zero, grad)
+
+
+class MaskedFill(Function):
+    """out = a with `value` where mask is True; no gradient flows through filled places."""
+
+    def forward(self, a, mask, value):
+        self.save_for_backward(mask)
+        return xp_of(a).where(mask, a.dtype.type(value), a)
+
+    def backward(self, grad):
+        (mask,) = self.saved
+        return xp_of(grad).where(mask, grad.dtype.type(0), grad), None, None

@@ -1,0 +1,83 @@
+"""Reductions. `dim` may be None (all), an int or a tuple, as in torch."""
+from __future__ import annotations
+
+from seqlab.autograd.function import Function
+from seqlab.backend import xp_of
+
+
+def normalize_dims(dim, ndim: int) -> tuple:
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    out = []
+    for d in dims:
+        if not -ndim <= d < max(ndim, 1):
+            raise IndexError(f"dim {d} is out of range for a tensor with {ndim} dimensions")
+        out.append(d % max(ndim, 1))
+    return tuple(sorted(set(out)))
+
+
+def _expand_back(grad, shape, dims, keepdim):
+    """Reshape a reduced gradient so it broadcasts against the input `shape`."""
+    if not keepdim:
+        kept = list(grad.shape)
+        for d in dims:
+            kept.insert(d, 1)
+        grad = grad.reshape(kept)
+    return grad
+
+
+class Sum(Function):
+    def forward(self, a, dim=None, keepdim=False):
+        self.shape, self.dims, self.keepdim = a.shape, normalize_dims(dim, a.ndim), keepdim
+        return a.sum(axis=self.dims, keepdims=keepdim)
+
+    def backward(self, grad):
+        g = _expand_back(grad, self.shape, self.dims, self.keepdim)
+        return (xp_of(g).broadcast_to(g, self.shape),)
+
+
+class Mean(Function):
+    def forward(self, a, dim=None, keepdim=False):
+        self.shape, self.dims, self.keepdim = a.shape, normalize_dims(dim, a.ndim), keepdim
+        self.count = 1
+        for d in self.dims:
+            self.count *= a.shape[d]
+        return a.mean(axis=self.dims, keepdims=keepdim)
+
+    def backward(self, grad):
+        g = _expand_back(grad, self.shape, self.dims, self.keepdim) / self.count
+        return (xp_of(g).broadcast_to(g, self.shape),)
+
+
+class Var(Function):
+    """Variance with Bessel's correction `correction` (torch's default 1)."""
+
+    def forward(self, a, dim=None, keepdim=False, correction=1):
+        self.shape, self.dims, self.keepdim = a.shape, normalize_dims(dim, a.ndim), keepdim
+        n = 1
+        for d in self.dims:
+            n *= a.shape[d]
+        self.denom = max(n - correction, 0)
+        self.centered = a - a.mean(axis=self.dims, keepdims=True)
+        return (self.centered ** 2).sum(axis=self.dims, keepdims=keepdim) / self.denom
+
+    def backward(self, grad):
+        g = _expand_back(grad, self.shape, self.dims, self.keepdim)
+        return (g * (2.0 / self.denom) * self.centered,)
+
+
+class Max(Function):
+    """Max over `dim`; the gradient goes to the maximal entries (split equally on ties,
+    as torch's amax; torch.max(dim) picks one index — equal when there are no ties)."""
+
+    def forward(self, a, dim=None, keepdim=False, use_min=False):
+        self.shape, self.dims, self.keepdim = a.shape, normalize_dims(dim, a.ndim), keepdim
+        out = a.min(axis=self.dims, keepdims=True) if use_min else a.max(axis=self.dims, keepdims=True)
+        mask = a == out
+        self.mask = mask / mask.sum(axis=self.dims, keepdims=True)
+        return out if keepdim else out.reshape([s for i, s in enumerate(a.shape) if i not in self.dims])
+
+    def backward(self, grad):
+        g = _expand_back(grad, self.shape, self.dims, self.keepdim)
+        return (g * self.mask,)

@@ -1,0 +1,515 @@
+"""`Tensor`: an array of the active array module plus what autograd needs.
+
+The data is a plain NumPy (or CuPy) array in `.data`; gradients accumulate
+in `.grad`, also a plain array. Every differentiable method is one call to a
+primitive `Function` (see `ops/`) or a composition of them.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from seqlab import backend
+from seqlab.autograd import engine
+from seqlab.autograd.function import is_grad_enabled
+from seqlab.autograd.ops import activation as A
+from seqlab.autograd.ops import elementwise as E
+from seqlab.autograd.ops import matmul as M
+from seqlab.autograd.ops import movement as V
+from seqlab.autograd.ops import reduce as R
+from seqlab.autograd.ops.reduce import normalize_dims
+
+
+def _to_array(data: Any, dtype=None, device: str | None = None):
+    """Turn Python numbers, lists and arrays into an array of the right module and dtype."""
+    if isinstance(data, Tensor):
+        data = data.data
+    xp = backend.get_xp(device) if device is not None else None
+    is_array = hasattr(data, "dtype") and hasattr(data, "shape")
+    if xp is None:
+        xp = backend.xp_of(data) if is_array else backend.get_xp()
+    if dtype is not None:
+        return xp.asarray(data, dtype=np.dtype(dtype))
+    arr = xp.asarray(data)
+    if not is_array and arr.dtype.kind == "f":
+        arr = arr.astype(backend.default_dtype())  # Python floats become float32
+    elif arr.dtype.kind in "iu" and arr.dtype != np.int64 and not is_array:
+        arr = arr.astype(np.int64)
+    return arr
+
+
+def _arr(x):
+    return x.data if isinstance(x, Tensor) else x
+
+
+class Tensor:
+    """An n-dimensional array that records the operations applied to it."""
+
+    __slots__ = ("data", "grad", "requires_grad", "_ctx", "_retains_grad", "__weakref__")
+    __array_priority__ = 1000  # so `ndarray + Tensor` calls Tensor.__radd__
+
+    def __init__(self, data: Any, requires_grad: bool = False, dtype=None, device: str | None = None):
+        self.data = _to_array(data, dtype, device)
+        if requires_grad and self.data.dtype.kind not in "fc":
+            raise TypeError(f"only floating-point tensors can require gradients, got dtype {self.data.dtype}")
+        self.grad = None
+        self.requires_grad = bool(requires_grad)
+        self._ctx = None
+        self._retains_grad = False
+
+    @classmethod
+    def _from_op(cls, data, ctx) -> "Tensor":
+        t = cls.__new__(cls)
+        t.data, t.grad, t._ctx, t._retains_grad = data, None, ctx, False
+        t.requires_grad = ctx is not None
+        return t
+
+    # ---- basic properties -------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        return self.data.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def device(self) -> str:
+        return backend.device_of(self.data)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._ctx is None
+
+    def size(self, dim: int | None = None):
+        return self.data.shape if dim is None else self.data.shape[dim]
+
+    def dim(self) -> int:
+        return self.data.ndim
+
+    def numel(self) -> int:
+        return int(self.data.size)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __repr__(self) -> str:
+        grad = ", requires_grad=True" if self.requires_grad else ""
+        body = np.array2string(backend.to_numpy(self.data), precision=4, separator=", ", threshold=50)
+        return f"tensor({body}, dtype={self.data.dtype}{grad})"
+
+    def __array__(self, dtype=None, copy=None):
+        arr = backend.to_numpy(self.data)
+        return arr.astype(dtype) if dtype is not None else arr
+
+    def numpy(self) -> np.ndarray:
+        if self.requires_grad and is_grad_enabled() and self._ctx is not None:
+            pass  # torch refuses; returning the values is harmless here
+        return backend.to_numpy(self.data)
+
+    def item(self):
+        if self.data.size != 1:
+            raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")
+        return self.data.reshape(()).item()
+
+    def tolist(self):
+        return backend.to_numpy(self.data).tolist()
+
+    def __bool__(self):
+        return bool(self.item())
+
+    def __hash__(self):
+        return id(self)
+
+    # ---- autograd ---------------------------------------------------------
+    def backward(self, gradient: Any = None, retain_graph: bool = False) -> None:
+        """Accumulate d(self)/d(leaf) into every leaf's `.grad`.
+
+        `gradient` is required for non-scalar tensors (as torch). The graph
+        is freed afterwards unless `retain_graph`.
+        """
+        if not self.requires_grad:
+            raise RuntimeError("backward() on a tensor that does not require grad "
+                               "(no input had requires_grad=True, or it was computed under no_grad)")
+        xp = backend.xp_of(self.data)
+        if gradient is None:
+            if self.data.size != 1:
+                raise RuntimeError(f"backward() without a gradient needs a scalar, got shape {self.shape}")
+            grad = xp.ones(self.shape, dtype=self.dtype)
+        else:
+            grad = xp.asarray(_arr(gradient), dtype=self.dtype)
+            if grad.shape != self.shape:
+                raise ValueError(f"gradient has shape {grad.shape} but the tensor has shape {self.shape}")
+        engine.run_backward(self, grad, retain_graph=retain_graph)
+
+    def retain_grad(self) -> None:
+        self._retains_grad = True
+
+    def detach(self) -> "Tensor":
+        return Tensor._from_op(self.data, None)
+
+    def requires_grad_(self, mode: bool = True) -> "Tensor":
+        self.requires_grad = mode
+        return self
+
+    def zero_(self) -> "Tensor":
+        self.data[...] = 0
+        return self
+
+    def fill_(self, value) -> "Tensor":
+        self.data[...] = value
+        return self
+
+    def copy_(self, other) -> "Tensor":
+        src = backend.to_device(np.asarray(other) if not hasattr(other, "shape") else _arr(other), self.device)
+        if tuple(src.shape) != self.shape:
+            raise ValueError(f"copy_: source has shape {tuple(src.shape)} but the tensor has shape {self.shape}")
+        self.data[...] = src
+        return self
+
+    # ---- conversion -------------------------------------------------------
+    def to(self, arg=None, dtype=None) -> "Tensor":
+        """`to("cuda")`, `to("cpu")`, `to(np.float64)` or `to(device, dtype)`."""
+        out = self
+        if isinstance(arg, str):
+            if backend.device_of(self.data) != arg.split(":")[0]:
+                out = Tensor(backend.to_device(self.data, arg), requires_grad=self.requires_grad)
+        elif arg is not None:
+            dtype = arg
+        if dtype is not None and np.dtype(dtype) != out.dtype:
+            out = out.astype(dtype)
+        return out
+
+    def cpu(self) -> "Tensor":
+        return self.to("cpu")
+
+    def cuda(self) -> "Tensor":
+        return self.to("cuda")
+
+    def astype(self, dtype) -> "Tensor":
+        from seqlab.autograd.ops.cast import Cast
+
+        return Cast.apply(self, dtype=np.dtype(dtype))
+
+    def float(self) -> "Tensor":
+        return self.astype(np.float32)
+
+    def double(self) -> "Tensor":
+        return self.astype(np.float64)
+
+    def long(self) -> "Tensor":
+        return Tensor(self.data.astype(np.int64))
+
+    def bool(self) -> "Tensor":
+        return Tensor(self.data.astype(bool))
+
+    def contiguous(self) -> "Tensor":
+        return self
+
+    # ---- arithmetic -------------------------------------------------------
+    def _other(self, x):
+        if isinstance(x, Tensor):
+            return x
+        if isinstance(x, (int, float, bool, np.number)) and self.dtype.kind == "f":
+            return self.dtype.type(x)  # keep float32 float32
+        return _to_array(x, device=self.device)
+
+    def __add__(self, o):
+        return E.Add.apply(self, self._other(o))
+
+    def __radd__(self, o):
+        return E.Add.apply(self._other(o), self)
+
+    def __sub__(self, o):
+        return E.Sub.apply(self, self._other(o))
+
+    def __rsub__(self, o):
+        return E.Sub.apply(self._other(o), self)
+
+    def __mul__(self, o):
+        return E.Mul.apply(self, self._other(o))
+
+    def __rmul__(self, o):
+        return E.Mul.apply(self._other(o), self)
+
+    def __truediv__(self, o):
+        return E.Div.apply(self, self._other(o))
+
+    def __rtruediv__(self, o):
+        return E.Div.apply(self._other(o), self)
+
+    def __neg__(self):
+        return E.Neg.apply(self)
+
+    def __pow__(self, p):
+        if isinstance(p, Tensor):
+            return (p * self.log()).exp()
+        return E.Pow.apply(self, p)
+
+    def __rpow__(self, base):
+        return (self * float(np.log(base))).exp()
+
+    def __matmul__(self, o):
+        o = o if isinstance(o, Tensor) else Tensor(o)
+        _check_matmul(self.shape, o.shape)
+        return M.MatMul.apply(self, o)
+
+    def __rmatmul__(self, o):
+        return Tensor(o).__matmul__(self)
+
+    matmul = __matmul__
+    add = __add__
+    sub = __sub__
+    mul = __mul__
+    div = __truediv__
+    pow = __pow__
+    neg = __neg__
+
+    def exp(self):
+        return E.Exp.apply(self)
+
+    def log(self):
+        return E.Log.apply(self)
+
+    def sqrt(self):
+        return E.Sqrt.apply(self)
+
+    def rsqrt(self):
+        return self.sqrt().reciprocal()
+
+    def reciprocal(self):
+        return E.Div.apply(self.dtype.type(1), self)
+
+    def abs(self):
+        return E.Abs.apply(self)
+
+    def clamp(self, min=None, max=None):
+        return E.Clamp.apply(self, lo=min, hi=max)
+
+    clip = clamp
+
+    def sigmoid(self):
+        return A.Sigmoid.apply(self)
+
+    def tanh(self):
+        return A.Tanh.apply(self)
+
+    def relu(self):
+        return A.ReLU.apply(self)
+
+    def masked_fill(self, mask, value) -> "Tensor":
+        """Fill `value` where `mask` (bool, broadcastable) is True."""
+        m = _arr(mask)
+        if m.dtype != bool:
+            raise TypeError(f"masked_fill expects a bool mask, got dtype {m.dtype}")
+        return E.MaskedFill.apply(self, m, value)
+
+    # ---- comparisons (no gradient) ---------------------------------------
+    def __eq__(self, o):  # noqa: D105
+        return Tensor(self.data == _arr(o))
+
+    def __ne__(self, o):
+        return Tensor(self.data != _arr(o))
+
+    def __lt__(self, o):
+        return Tensor(self.data < _arr(o))
+
+    def __le__(self, o):
+        return Tensor(self.data <= _arr(o))
+
+    def __gt__(self, o):
+        return Tensor(self.data > _arr(o))
+
+    def __ge__(self, o):
+        return Tensor(self.data >= _arr(o))
+
+    def __invert__(self):
+        return Tensor(~self.data)
+
+    def __and__(self, o):
+        return Tensor(self.data & _arr(o))
+
+    def __or__(self, o):
+        return Tensor(self.data | _arr(o))
+
+    # ---- reductions -------------------------------------------------------
+    def sum(self, dim=None, keepdim: bool = False):
+        return R.Sum.apply(self, dim=dim, keepdim=keepdim)
+
+    def mean(self, dim=None, keepdim: bool = False):
+        return R.Mean.apply(self, dim=dim, keepdim=keepdim)
+
+    def var(self, dim=None, keepdim: bool = False, unbiased: bool = True, correction: int | None = None):
+        corr = correction if correction is not None else int(unbiased)
+        return R.Var.apply(self, dim=dim, keepdim=keepdim, correction=corr)
+
+    def std(self, dim=None, keepdim: bool = False, unbiased: bool = True):
+        return self.var(dim, keepdim, unbiased).sqrt()
+
+    def max(self, dim=None, keepdim: bool = False):
+        """Without `dim`: the max value. With `dim`: (values, indices) as torch."""
+        return _minmax(self, dim, keepdim, use_min=False)
+
+    def min(self, dim=None, keepdim: bool = False):
+        return _minmax(self, dim, keepdim, use_min=True)
+
+    def amax(self, dim=None, keepdim: bool = False):
+        return R.Max.apply(self, dim=dim, keepdim=keepdim)
+
+    def argmax(self, dim=None, keepdim: bool = False):
+        if dim is None:
+            return Tensor(self.data.argmax())
+        return Tensor(_keep(self.data.argmax(axis=dim), dim, keepdim))
+
+    def argmin(self, dim=None, keepdim: bool = False):
+        if dim is None:
+            return Tensor(self.data.argmin())
+        return Tensor(_keep(self.data.argmin(axis=dim), dim, keepdim))
+
+    # ---- shape ------------------------------------------------------------
+    def reshape(self, *shape):
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        _check_reshape(self.shape, shape)
+        return V.Reshape.apply(self, shape=shape)
+
+    view = reshape
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1):
+        nd = self.ndim
+        s, e = start_dim % max(nd, 1), end_dim % max(nd, 1)
+        shape = self.shape[:s] + (-1,) + self.shape[e + 1:]
+        return self.reshape(shape)
+
+    def permute(self, *dims):
+        dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+        if sorted(d % self.ndim for d in dims) != list(range(self.ndim)):
+            raise ValueError(f"permute dims {dims} are not a permutation of {self.ndim} dims")
+        return V.Permute.apply(self, dims=tuple(d % self.ndim for d in dims))
+
+    def transpose(self, dim0: int, dim1: int):
+        dims = list(range(self.ndim))
+        dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
+        return V.Permute.apply(self, dims=tuple(dims))
+
+    @property
+    def T(self):
+        return V.Permute.apply(self, dims=tuple(reversed(range(self.ndim))))
+
+    def unsqueeze(self, dim: int):
+        d = dim % (self.ndim + 1)
+        return V.Reshape.apply(self, shape=self.shape[:d] + (1,) + self.shape[d:])
+
+    def squeeze(self, dim=None):
+        if dim is None:
+            shape = tuple(s for s in self.shape if s != 1)
+        else:
+            dims = normalize_dims(dim, self.ndim)
+            shape = tuple(s for i, s in enumerate(self.shape) if not (i in dims and s == 1))
+        return V.Reshape.apply(self, shape=shape)
+
+    def expand(self, *shape):
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        lead = len(shape) - self.ndim
+        full = tuple(self.shape[i - lead] if (s == -1 and i >= lead) else s for i, s in enumerate(shape))
+        return V.Expand.apply(self, shape=full)
+
+    def expand_as(self, other):
+        return self.expand(other.shape)
+
+    def __getitem__(self, index):
+        index = _index_arrays(index)
+        return V.GetItem.apply(self, index=index)
+
+    def split(self, split_size, dim: int = 0):
+        """Pieces of `split_size` along `dim` (or of the sizes in a list), as torch."""
+        n = self.shape[dim]
+        sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else []) \
+            if isinstance(split_size, int) else list(split_size)
+        if sum(sizes) != n:
+            raise ValueError(f"split sizes {sizes} do not add up to {n} (dim {dim} of shape {self.shape})")
+        out, start = [], 0
+        d = dim % self.ndim
+        for s in sizes:
+            index = (slice(None),) * d + (slice(start, start + s),)
+            out.append(self[index])
+            start += s
+        return tuple(out)
+
+    def chunk(self, chunks: int, dim: int = 0):
+        n = self.shape[dim]
+        size = -(-n // chunks)
+        return self.split(size, dim)
+
+    def softmax(self, dim: int = -1):
+        from seqlab import functional as F
+
+        return F.softmax(self, dim)
+
+    def log_softmax(self, dim: int = -1):
+        from seqlab import functional as F
+
+        return F.log_softmax(self, dim)
+
+
+def _keep(arr, dim, keepdim):
+    return arr if not keepdim else backend.xp_of(arr).expand_dims(arr, dim)
+
+
+def _minmax(t: Tensor, dim, keepdim, use_min):
+    if dim is None:
+        return R.Max.apply(t, dim=None, keepdim=False, use_min=use_min)
+    values = R.Max.apply(t, dim=dim, keepdim=keepdim, use_min=use_min)
+    idx = t.data.argmin(axis=dim) if use_min else t.data.argmax(axis=dim)
+    return MinMaxResult(values, Tensor(_keep(idx, dim, keepdim)))
+
+
+class MinMaxResult(tuple):
+    """(values, indices), as torch.return_types.max."""
+
+    def __new__(cls, values, indices):
+        return super().__new__(cls, (values, indices))
+
+    @property
+    def values(self):
+        return self[0]
+
+    @property
+    def indices(self):
+        return self[1]
+
+
+def _index_arrays(index):
+    if isinstance(index, Tensor):
+        return index.data
+    if isinstance(index, list):
+        return np.asarray(index)
+    if isinstance(index, tuple):
+        return tuple(i.data if isinstance(i, Tensor) else (np.asarray(i) if isinstance(i, list) else i)
+                     for i in index)
+    return index
+
+
+def _check_matmul(a: Sequence[int], b: Sequence[int]) -> None:
+    if len(a) == 0 or len(b) == 0:
+        raise ValueError(f"matmul needs tensors with at least 1 dimension, got shapes {tuple(a)} and {tuple(b)}")
+    k_a = a[-1]
+    k_b = b[0] if len(b) == 1 else b[-2]
+    if k_a != k_b:
+        raise ValueError(f"matmul shape mismatch: {tuple(a)} @ {tuple(b)} "
+                         f"(inner dims {k_a} and {k_b} differ)")
+
+
+def _check_reshape(shape, new_shape) -> None:
+    size = int(np.prod(shape))
+    known = [s for s in new_shape if s != -1]
+    if new_shape.count(-1) > 1:
+        raise ValueError(f"reshape {tuple(new_shape)}: only one dimension can be -1")
+    prod = int(np.prod(known)) if known else 1
+    if (-1 in new_shape and (prod == 0 or size % prod)) or (-1 not in new_shape and prod != size):
+        raise ValueError(f"cannot reshape a tensor of shape {tuple(shape)} ({size} elements) "
+                         f"into {tuple(new_shape)}")

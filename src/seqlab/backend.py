@@ -1,0 +1,105 @@
+"""The array module: NumPy by default, CuPy for GPU runs.
+
+Every array operation in seqlab goes through the module returned by
+:func:`xp_of` (for an existing array) or :func:`get_xp` (for the active
+device), so CuPy can stand in for NumPy with the same code.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import numpy as np
+
+_DEFAULT_DTYPE = np.float32
+_DEVICE = "cpu"
+
+try:  # CuPy is optional: without it everything runs on NumPy.
+    import cupy as _cupy  # type: ignore
+
+    try:
+        _CUDA_OK = _cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # no driver or no device
+        _CUDA_OK = False
+except ImportError:  # pragma: no cover - depends on the machine
+    _cupy = None
+    _CUDA_OK = False
+
+
+def cuda_available() -> bool:
+    """True when CuPy is installed and sees a GPU."""
+    return _CUDA_OK
+
+
+def get_xp(device: str | None = None):
+    """The array module for `device` ("cpu" or "cuda"; default: the active one)."""
+    device = device or _DEVICE
+    if device == "cpu":
+        return np
+    if device.startswith("cuda"):
+        if not _CUDA_OK:
+            raise RuntimeError("device 'cuda' requested but CuPy with a working GPU is not available "
+                               "(pip install 'seqlab[gpu]')")
+        return _cupy
+    raise ValueError(f"unknown device {device!r}; expected 'cpu' or 'cuda'")
+
+
+def xp_of(array: Any):
+    """The array module that owns `array` (NumPy for NumPy arrays and scalars)."""
+    if _cupy is not None and isinstance(array, _cupy.ndarray):
+        return _cupy
+    return np
+
+
+def device_of(array: Any) -> str:
+    return "cuda" if xp_of(array) is not np else "cpu"
+
+
+def to_device(array: Any, device: str):
+    """Move an array to `device` (a no-op when it is already there)."""
+    if device == "cpu":
+        if _cupy is not None and isinstance(array, _cupy.ndarray):
+            return _cupy.asnumpy(array)
+        return np.asarray(array)
+    return get_xp(device).asarray(array)
+
+
+def to_numpy(array: Any) -> np.ndarray:
+    """A NumPy array for `array`, copying from the GPU when needed."""
+    return to_device(array, "cpu")
+
+
+def set_device(device: str) -> None:
+    """Make `device` the default for new tensors ("cpu" or "cuda")."""
+    global _DEVICE
+    get_xp(device)  # validates
+    _DEVICE = device
+
+
+def get_device() -> str:
+    return _DEVICE
+
+
+@contextlib.contextmanager
+def device(name: str):
+    """``with seqlab.backend.device("cuda"): ...`` creates new tensors on `name`."""
+    global _DEVICE
+    old = _DEVICE
+    set_device(name)
+    try:
+        yield
+    finally:
+        _DEVICE = old
+
+
+def default_dtype():
+    return _DEFAULT_DTYPE
+
+
+def set_default_dtype(dtype) -> None:
+    """float32 (the default) or float64."""
+    global _DEFAULT_DTYPE
+    dtype = np.dtype(dtype).type
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"default dtype must be float32 or float64, got {np.dtype(dtype).name}")
+    _DEFAULT_DTYPE = dtype

@@ -1,0 +1,1 @@
+"""The `seqlab` command. Each subcommand lives in its own module here."""

@@ -1,0 +1,84 @@
+"""`seqlab` entry point: one line on stderr and a non-zero exit for every user error.
+
+Each subcommand is a module `seqlab.cli.<name>` exposing
+``add_arguments(parser)`` and ``run(args) -> int``; `COMMANDS` lists them.
+Exit codes: 0 ok, 1 runtime error, 2 usage error, 130 interrupted.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+# name -> (module, one-line help)
+COMMANDS = {
+    "demo": ("seqlab.cli.demo", "the first-run tour"),
+    "train": ("seqlab.cli.train", "train a task (seqlab train TASK --out RUN_DIR)"),
+    "eval": ("seqlab.cli.evaluate", "evaluate a trained run on a data file"),
+    "info": ("seqlab.cli.info", "describe a run folder"),
+    "generate": ("seqlab.cli.generate", "generate text with a GPT or T5 model"),
+    "embed": ("seqlab.cli.embed", "sentence embeddings with the pretrained MiniLM"),
+    "attention": ("seqlab.cli.attention", "attention viewer: HTML, PNG and per-head statistics"),
+    "experiment": ("seqlab.cli.experiment", "run one of the chapter's experiments"),
+    "bench": ("seqlab.cli.bench", "benchmarks: seqlab vs PyTorch, side by side"),
+    "export": ("seqlab.cli.export", "export a run as a Hugging Face folder"),
+}
+
+
+class UsageError(Exception):
+    """Bad command-line usage (exit code 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2, no usage dump
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="seqlab", description="seqlab: the chapter's networks from scratch on NumPy")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (module, help_) in COMMANDS.items():
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name == module:
+                continue  # not built yet
+            raise
+        p = sub.add_parser(name, help=help_, description=(mod.__doc__ or help_).strip().splitlines()[0])
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in argv or bool(os.environ.get("SEQLAB_DEBUG"))
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "_run", None):
+            parser.print_help()
+            return 2
+        return int(args._run(args) or 0)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - the CLI's promise: one line, no traceback
+        if debug:
+            raise
+        from seqlab.errors import SeqlabError
+
+        kind = "" if isinstance(e, (SeqlabError, ValueError, TypeError, OSError, IndexError)) \
+            else f"{type(e).__name__}: "
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        print(f"error: {kind}{msg}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

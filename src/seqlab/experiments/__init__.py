@@ -1,0 +1,17 @@
+"""One experiment per question the chapter asks.
+
+Each is a module `seqlab.experiments.<name>` (dashes become underscores)
+exposing ``DESCRIPTION``, ``add_arguments(parser)`` and
+``run(out_dir: pathlib.Path, args) -> dict``; `run` writes `report.md`,
+`results.json` and PNG plots into `out_dir` and returns the results.
+`seqlab experiment NAME --out DIR` prints its table.
+"""
+EXPERIMENTS = {
+    "gradient-flow": "seqlab.experiments.gradient_flow",
+    "long-range": "seqlab.experiments.long_range",
+    "bottleneck": "seqlab.experiments.bottleneck",
+    "positional-ablation": "seqlab.experiments.positional_ablation",
+    "attention-cost": "seqlab.experiments.attention_cost",
+    "heads": "seqlab.experiments.heads",
+    "bert-vs-gpt": "seqlab.experiments.bert_vs_gpt",
+}

@@ -1,0 +1,268 @@
+"""Stateless ops with PyTorch's names and signatures (`import seqlab.functional as F`)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from seqlab import backend
+from seqlab import random as _random
+from seqlab.autograd.ops import activation as A
+from seqlab.autograd.ops import fused as Fu
+from seqlab.autograd.ops import matmul as M
+from seqlab.autograd.tensor import Tensor, _arr
+from seqlab.creation import where  # noqa: F401  (re-exported: F.where)
+
+
+def _t(x) -> Tensor:
+    return x if isinstance(x, Tensor) else Tensor(x)
+
+
+# ---- activations (the chapter's 7.1.2) -------------------------------------
+def sigmoid(x: Tensor) -> Tensor:
+    """σ(x) = 1 / (1 + e^−x), stable for any x (no clipping needed)."""
+    return A.Sigmoid.apply(_t(x))
+
+
+def tanh(x: Tensor) -> Tensor:
+    return A.Tanh.apply(_t(x))
+
+
+def relu(x: Tensor) -> Tensor:
+    return A.ReLU.apply(_t(x))
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """x Φ(x) with the exact erf (`'none'`, BERT) or the tanh approximation (`'tanh'`, GPT-2)."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu approximate must be 'none' or 'tanh', got {approximate!r}")
+    return A.GELU.apply(_t(x), approximate=approximate)
+
+
+def silu(x: Tensor) -> Tensor:
+    return A.SiLU.apply(_t(x))
+
+
+def softmax(x: Tensor, dim: int = -1) -> Tensor:
+    return Fu.Softmax.apply(_t(x), dim=dim)
+
+
+def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
+    return Fu.LogSoftmax.apply(_t(x), dim=dim)
+
+
+# ---- layers ------------------------------------------------------------------
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x Wᵀ + b, W of shape (out_features, in_features)."""
+    x = _t(x)
+    if x.shape[-1] != weight.shape[-1]:
+        raise ValueError(f"input has shape {x.shape} but the layer expects last dim {weight.shape[-1]} "
+                         f"(weight shape {weight.shape})")
+    if bias is None:
+        return M.Linear.apply(x, weight)
+    return M.Linear.apply(x, weight, bias)
+
+
+def layer_norm(x: Tensor, normalized_shape, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """(x − mean) / √(var + eps) · weight + bias over the trailing `normalized_shape`.
+
+    Unlike the chapter's listing, which divides by (std + eps) and has no gain
+    or bias, this is torch's definition: biased variance inside the root.
+    """
+    x = _t(x)
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(x.shape[x.ndim - len(ns):]) != ns:
+        raise ValueError(f"input has shape {x.shape} but layer_norm normalizes over trailing {ns}")
+    args = [x, weight, bias]
+    return Fu.LayerNorm.apply(*args, nd=len(ns), eps=eps)
+
+
+def rms_norm(x: Tensor, weight: Tensor | None, eps: float = 1e-6) -> Tensor:
+    """x / √(mean(x²) + eps) · weight (T5's layer norm: no mean, no bias)."""
+    x = _t(x)
+    xf = x.astype(np.float32) if x.dtype == np.float16 else x
+    y = xf * ((xf * xf).mean(dim=-1, keepdim=True) + eps).rsqrt()
+    return y * weight if weight is not None else y
+
+
+def embedding(ids, weight: Tensor, padding_idx: int | None = None) -> Tensor:
+    """Rows of `weight` (num_embeddings, dim) for integer `ids` of any shape."""
+    ids_arr = _arr(ids)
+    if not hasattr(ids_arr, "dtype"):
+        ids_arr = np.asarray(ids_arr)
+    if ids_arr.dtype.kind not in "iu":
+        raise TypeError(f"embedding ids must be integers, got dtype {ids_arr.dtype}")
+    n = weight.shape[0]
+    if ids_arr.size:
+        lo, hi = int(ids_arr.min()), int(ids_arr.max())
+        if lo < 0 or hi >= n:
+            bad = hi if hi >= n else lo
+            raise IndexError(f"token id {bad} is out of range for an embedding of {n} rows (valid ids 0..{n - 1})")
+    return Fu.Embedding.apply(weight, ids_arr, padding_idx=padding_idx)
+
+
+def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator: np.random.Generator | None = None) -> Tensor:
+    """Inverted dropout: zero each element with probability p, scale the rest by 1/(1 − p)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability must be in [0, 1], got {p}")
+    x = _t(x)
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return x * 0.0
+    xp = backend.xp_of(x.data)
+    keep = _random.uniform_like(xp, x.shape, x.dtype, generator) >= p
+    return Fu.Dropout.apply(x, keep.astype(x.dtype), p=p)
+
+
+# ---- losses ------------------------------------------------------------------
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def cross_entropy(logits: Tensor, target, ignore_index: int = -100, label_smoothing: float = 0.0,
+                  reduction: str = "mean") -> Tensor:
+    """Softmax cross-entropy, torch layout: logits (N, C) or (N, C, d1, ...), target (N) or (N, d1, ...)."""
+    logits = _t(logits)
+    tgt = _arr(target)
+    if not hasattr(tgt, "dtype"):
+        tgt = np.asarray(tgt)
+    if tgt.dtype.kind not in "iu":
+        raise TypeError(f"cross_entropy target must hold class indices (integers), got dtype {tgt.dtype}")
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    if logits.ndim == 1:
+        logits, tgt = logits.reshape(1, -1), tgt.reshape(1)
+    c = logits.shape[1]
+    expected = (logits.shape[0],) + logits.shape[2:]
+    if tuple(tgt.shape) != expected:
+        raise ValueError(f"cross_entropy: logits {logits.shape} need target shape {expected}, got {tuple(tgt.shape)}")
+    valid = tgt[tgt != ignore_index]
+    if valid.size and (int(valid.min()) < 0 or int(valid.max()) >= c):
+        raise IndexError(f"target class {int(valid.max()) if int(valid.max()) >= c else int(valid.min())} "
+                         f"is out of range for {c} classes")
+    if logits.ndim > 2:  # (N, C, d...) -> (N·d..., C)
+        perm = (0,) + tuple(range(2, logits.ndim)) + (1,)
+        out_shape = expected
+        logits = logits.permute(perm).reshape(-1, c)
+        tgt = tgt.reshape(-1)
+    else:
+        out_shape = None
+    loss = Fu.CrossEntropy.apply(logits, tgt.astype(np.int64), ignore_index=ignore_index,
+                                 label_smoothing=label_smoothing, reduction=reduction)
+    if reduction == "none" and out_shape is not None:
+        loss = loss.reshape(out_shape)
+    return loss
+
+
+def nll_loss(log_probs: Tensor, target, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
+    tgt = np.asarray(_arr(target))
+    valid = tgt != ignore_index
+    picked = log_probs[np.arange(tgt.shape[0]), np.where(valid, tgt, 0)] * valid.astype(log_probs.dtype)
+    if reduction == "mean":
+        return -picked.sum() / max(int(valid.sum()), 1)
+    return _reduce(-picked, reduction)
+
+
+def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:
+    d = _t(input) - target
+    return _reduce(d * d, reduction)
+
+
+def binary_cross_entropy_with_logits(logits: Tensor, target, reduction: str = "mean",
+                                     pos_weight=None) -> Tensor:
+    """−[y log σ(x) + (1 − y) log(1 − σ(x))], computed as max(x, 0) − x·y + log(1 + e^−|x|)."""
+    x = _t(logits)
+    y = target if isinstance(target, Tensor) else Tensor(np.asarray(target, dtype=x.dtype))
+    log_term = (-(x.abs())).exp().__add__(1.0).log()
+    if pos_weight is None:
+        loss = x.relu() - x * y + log_term
+    else:  # (1 − y)·x + (1 + (pw − 1)·y)·(log(1 + e^−|x|) + max(−x, 0))
+        lw = (y * (pos_weight - 1)) + 1
+        loss = (1 - y) * x + lw * (log_term + (-x).relu())
+    return _reduce(loss, reduction)
+
+
+# ---- attention ----------------------------------------------------------------
+def _mask_parts(attn_mask, is_causal, tq, tk, xp, dtype):
+    """Split a torch-SDPA mask into (bias, block): bool True = may attend; float = added."""
+    bias = block = None
+    if attn_mask is not None:
+        m = attn_mask
+        if isinstance(m, Tensor) and m.dtype == bool:
+            m = m.data
+        if isinstance(m, Tensor):
+            bias = m if m.dtype == dtype else m.astype(dtype)
+        elif getattr(m, "dtype", None) == bool:
+            block = ~m
+        else:
+            bias = xp.asarray(m, dtype=dtype)
+    if is_causal:
+        causal_block = xp.triu(xp.ones((tq, tk), dtype=bool), k=1)
+        block = causal_block if block is None else (block | causal_block)
+    return bias, block
+
+
+def attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None, dropout_p: float = 0.0,
+              is_causal: bool = False, scale: float | None = None, training: bool = True,
+              generator=None) -> tuple[Tensor, Tensor]:
+    """softmax(q kᵀ · scale + mask) v and the attention weights (..., Tq, Tk), detached.
+
+    Mask semantics are those of `scaled_dot_product_attention`.
+    """
+    q, k, v = _t(query), _t(key), _t(value)
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"query has shape {q.shape} and key {k.shape}: their last dims must match")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"key has shape {k.shape} and value {v.shape}: they need the same length (dim -2)")
+    xp = backend.xp_of(q.data)
+    tq, tk = q.shape[-2], k.shape[-2]
+    bias, block = _mask_parts(attn_mask, is_causal, tq, tk, xp, q.dtype)
+    s = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    keep = None
+    if dropout_p > 0.0 and training:
+        shape = np.broadcast_shapes(q.shape[:-1], k.shape[:-2] + (tk,))[:-1] + (tq, tk)
+        keep = (_random.uniform_like(xp, shape, q.dtype, generator) >= dropout_p).astype(q.dtype)
+    inputs = [q, k, v, bias]
+    fn_out = Fu.Attention.apply(*inputs, block=block, scale=s, keep_mask=keep, p=dropout_p)
+    weights = Tensor(fn_out._ctx.weights if fn_out._ctx is not None else _last_weights(q, k, bias, block, s))
+    return fn_out, weights
+
+
+def _last_weights(q, k, bias, block, scale):
+    """The weights again when no graph was recorded (under no_grad)."""
+    xp = backend.xp_of(q.data)
+    s = (q.data @ k.data.swapaxes(-1, -2)) * q.dtype.type(scale)
+    if bias is not None:
+        s = s + _arr(bias)
+    if block is not None:
+        s = xp.where(block, q.dtype.type(-np.inf), s)
+    return Fu.softmax_array(s, -1)
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,
+                                 dropout_p: float = 0.0, is_causal: bool = False,
+                                 scale: float | None = None) -> Tensor:
+    """As `torch.nn.functional.scaled_dot_product_attention`.
+
+    `attn_mask`: bool, True = may attend; or float, added to the scores.
+    A query row whose keys are all blocked returns zeros (and zero gradients)
+    instead of NaN.
+    """
+    if attn_mask is not None and is_causal:
+        raise ValueError("pass either attn_mask or is_causal=True, not both (as torch)")
+    out, _ = attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    return out
+
+
+def one_hot(ids, num_classes: int) -> Tensor:
+    arr = _arr(ids)
+    xp = backend.xp_of(arr)
+    return Tensor(xp.eye(num_classes, dtype=np.int64)[arr])

@@ -1,0 +1,95 @@
+"""Initialisers with torch.nn.init's names and formulas, drawing from seqlab's seeded generator."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from seqlab import backend
+from seqlab import random as _random
+from seqlab.autograd.tensor import Tensor
+
+
+def _fill(t: Tensor, values: np.ndarray) -> Tensor:
+    t.data[...] = backend.to_device(values.astype(t.dtype), t.device)
+    return t
+
+
+def _gen(generator):
+    return generator or _random.default_generator()
+
+
+def fan_in_and_fan_out(t: Tensor) -> tuple[int, int]:
+    if t.ndim < 2:
+        raise ValueError(f"fan in/out need a tensor with at least 2 dims, got shape {t.shape}")
+    receptive = int(np.prod(t.shape[2:])) if t.ndim > 2 else 1
+    return t.shape[1] * receptive, t.shape[0] * receptive
+
+
+def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
+    return _fill(t, _gen(generator).uniform(a, b, t.shape))
+
+
+def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
+    return _fill(t, _gen(generator).normal(mean, std, t.shape))
+
+
+def trunc_normal_(t: Tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None) -> Tensor:
+    g = _gen(generator)
+    vals = g.normal(mean, std, t.shape)
+    bad = (vals < a) | (vals > b)
+    while bad.any():
+        vals[bad] = g.normal(mean, std, int(bad.sum()))
+        bad = (vals < a) | (vals > b)
+    return _fill(t, vals)
+
+
+def constant_(t: Tensor, value: float) -> Tensor:
+    t.data[...] = value
+    return t
+
+
+def zeros_(t: Tensor) -> Tensor:
+    return constant_(t, 0.0)
+
+
+def ones_(t: Tensor) -> Tensor:
+    return constant_(t, 1.0)
+
+
+def xavier_uniform_(t: Tensor, gain: float = 1.0, generator=None) -> Tensor:
+    fan_in, fan_out = fan_in_and_fan_out(t)
+    bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    return uniform_(t, -bound, bound, generator)
+
+
+def xavier_normal_(t: Tensor, gain: float = 1.0, generator=None) -> Tensor:
+    fan_in, fan_out = fan_in_and_fan_out(t)
+    return normal_(t, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
+
+
+def kaiming_uniform_(t: Tensor, a: float = 0.0, nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
+    fan_in, _ = fan_in_and_fan_out(t)
+    gain = math.sqrt(2.0 / (1 + a * a)) if nonlinearity == "leaky_relu" else (
+        math.sqrt(2.0) if nonlinearity == "relu" else 1.0)
+    bound = gain * math.sqrt(3.0 / fan_in)
+    return uniform_(t, -bound, bound, generator)
+
+
+def kaiming_normal_(t: Tensor, a: float = 0.0, nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
+    fan_in, _ = fan_in_and_fan_out(t)
+    gain = math.sqrt(2.0 / (1 + a * a)) if nonlinearity == "leaky_relu" else (
+        math.sqrt(2.0) if nonlinearity == "relu" else 1.0)
+    return normal_(t, 0.0, gain / math.sqrt(fan_in), generator)
+
+
+def orthogonal_(t: Tensor, gain: float = 1.0, generator=None) -> Tensor:
+    rows, cols = t.shape[0], int(np.prod(t.shape[1:]))
+    flat = _gen(generator).normal(0.0, 1.0, (rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q *= np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _fill(t, gain * q.reshape(t.shape))

@@ -1,0 +1,52 @@
+"""Linear layers (the chapter's 7.1.1: y = W x + b)."""
+from __future__ import annotations
+
+import math
+
+from seqlab import functional as F
+from seqlab import creation
+from seqlab.autograd.tensor import Tensor
+from seqlab.nn import init
+from seqlab.nn.module import Module, Parameter
+
+
+class Linear(Module):
+    """y = x Wᵀ + b; `weight` (out_features, in_features), `bias` (out_features,), as torch.
+
+    x (..., in_features) -> (..., out_features).
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=None):
+        super().__init__()
+        if in_features <= 0 or out_features <= 0:
+            raise ValueError(f"Linear needs positive sizes, got in_features={in_features}, out_features={out_features}")
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = Parameter(creation.zeros(out_features, in_features, dtype=dtype))
+        if bias:
+            self.bias = Parameter(creation.zeros(out_features, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        # torch: kaiming_uniform(a=√5) for W, U(−1/√fan_in, 1/√fan_in) for b
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            bound = 1 / math.sqrt(self.in_features)
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.shape[-1] != self.in_features:
+            raise ValueError(f"x has shape {x.shape} but the layer expects last dim {self.in_features}")
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class Identity(Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, x):
+        return x

@@ -1,0 +1,270 @@
+"""`Module` and `Parameter`, as torch.nn: dotted parameter names are the checkpoint contract."""
+from __future__ import annotations
+
+from collections import OrderedDict, namedtuple
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from seqlab import backend
+from seqlab.autograd.tensor import Tensor
+from seqlab.errors import CheckpointError
+
+
+class Parameter(Tensor):
+    """A tensor that a Module learns; `requires_grad` is True unless told otherwise."""
+
+    __slots__ = ()
+
+    def __init__(self, data: Any, requires_grad: bool = True):
+        super().__init__(data.data if isinstance(data, Tensor) else data, requires_grad=requires_grad)
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+
+IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+
+class Module:
+    """Base class of every layer and model.
+
+    Sub-modules and parameters assigned as attributes are registered in the
+    order they are set, so `named_parameters()` and `state_dict()` list them
+    in the same order as torch does for the same definition.
+    """
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    # ---- registration ------------------------------------------------------
+    def __setattr__(self, name: str, value: Any) -> None:
+        if "_parameters" not in self.__dict__:
+            raise RuntimeError(f"{type(self).__name__}.__init__ must call super().__init__() "
+                               f"before assigning {name!r}")
+        for store in ("_parameters", "_modules", "_buffers"):
+            self.__dict__[store].pop(name, None)
+        if isinstance(value, Parameter):
+            self._parameters[name] = value
+        elif isinstance(value, Module):
+            self._modules[name] = value
+        else:
+            object.__setattr__(self, name, value)
+            return
+        self.__dict__.pop(name, None)
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__
+        for store in ("_parameters", "_modules", "_buffers"):
+            if store in d and name in d[store]:
+                return d[store][name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        for store in ("_parameters", "_modules", "_buffers"):
+            if name in self.__dict__[store]:
+                del self.__dict__[store][name]
+                return
+        object.__delattr__(self, name)
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Register `param` (or None, a declared-absent parameter such as `bias=False`)."""
+        self.__dict__.pop(name, None)
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, value, persistent: bool = True) -> None:
+        """A non-learned array that moves with the module (and is saved unless not persistent)."""
+        self.__dict__.pop(name, None)
+        self._buffers[name] = value if (value is None or isinstance(value, Tensor)) else Tensor(value)
+        if not persistent:
+            self._non_persistent.add(name)
+
+    def add_module(self, name: str, module: "Module | None") -> None:
+        self._modules[name] = module
+
+    # ---- traversal -----------------------------------------------------------
+    def named_modules(self, prefix: str = "", memo: set | None = None) -> Iterator[tuple[str, "Module"]]:
+        memo = set() if memo is None else memo
+        stack = [(prefix, self)]
+        while stack:
+            name, mod = stack.pop()
+            if id(mod) in memo:
+                continue
+            memo.add(id(mod))
+            yield name, mod
+            children = [(f"{name}.{n}" if name else n, m) for n, m in mod._modules.items() if m is not None]
+            stack.extend(reversed(children))
+
+    def modules(self) -> Iterator["Module"]:
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self) -> Iterator[tuple[str, "Module"]]:
+        for n, m in self._modules.items():
+            if m is not None:
+                yield n, m
+
+    def children(self) -> Iterator["Module"]:
+        for _, m in self.named_children():
+            yield m
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Parameter]]:
+        seen = set()
+        mods = self.named_modules(prefix) if recurse else [(prefix, self)]
+        for mname, mod in mods:
+            for pname, p in mod._parameters.items():
+                if p is None or id(p) in seen:
+                    continue
+                seen.add(id(p))
+                yield (f"{mname}.{pname}" if mname else pname), p
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
+        for mname, mod in self.named_modules(prefix):
+            for bname, b in mod._buffers.items():
+                if b is not None:
+                    yield (f"{mname}.{bname}" if mname else bname), b
+
+    def buffers(self) -> Iterator[Tensor]:
+        for _, b in self.named_buffers():
+            yield b
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    # ---- state ---------------------------------------------------------------
+    def state_dict(self) -> "OrderedDict[str, Any]":
+        """Parameter and persistent buffer arrays by dotted name (the arrays themselves, not copies).
+
+        Tied parameters appear under every name that owns them, as in torch.
+        """
+        out: OrderedDict[str, Any] = OrderedDict()
+        for mname, mod in self.named_modules():
+            pre = f"{mname}." if mname else ""
+            for n, p in mod._parameters.items():
+                if p is not None:
+                    out[pre + n] = p.data
+            for n, b in mod._buffers.items():
+                if b is not None and n not in mod._non_persistent:
+                    out[pre + n] = b.data
+        return out
+
+    def _state_tensors(self) -> dict[str, Tensor]:
+        out = {}
+        for mname, mod in self.named_modules():
+            pre = f"{mname}." if mname else ""
+            for n, p in mod._parameters.items():
+                if p is not None:
+                    out[pre + n] = p
+            for n, b in mod._buffers.items():
+                if b is not None and n not in mod._non_persistent:
+                    out[pre + n] = b
+        return out
+
+    def load_state_dict(self, state_dict, strict: bool = True) -> IncompatibleKeys:
+        """Copy arrays (NumPy, CuPy, torch tensors — anything with `__array__`) into the parameters.
+
+        Every missing key, unexpected key and shape mismatch is reported by
+        name in one error; with strict=False only shape mismatches raise.
+        """
+        own = self._state_tensors()
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        arrays, mismatched = {}, []
+        for k, t in own.items():
+            if k not in state_dict:
+                continue
+            v = state_dict[k]
+            if hasattr(v, "detach") and hasattr(v, "cpu") and not isinstance(v, Tensor):
+                v = v.detach().cpu()  # a torch tensor
+            arr = v.data if isinstance(v, Tensor) else v
+            if not hasattr(arr, "shape"):
+                arr = np.asarray(arr)
+            if tuple(arr.shape) != t.shape:
+                mismatched.append(f"{k}: checkpoint {tuple(arr.shape)} vs model {t.shape}")
+                continue
+            arrays[k] = arr
+        problems = []
+        if mismatched:
+            problems.append("shape mismatch for " + "; ".join(mismatched))
+        if strict and missing:
+            problems.append("missing keys: " + ", ".join(missing))
+        if strict and unexpected:
+            problems.append("unexpected keys: " + ", ".join(unexpected))
+        if problems:
+            raise CheckpointError(f"error loading state_dict into {type(self).__name__}: " + " | ".join(problems))
+        for k, arr in arrays.items():
+            t = own[k]
+            src = backend.to_device(np.asarray(arr) if backend.xp_of(arr) is np else arr, t.device)
+            t.data[...] = src.astype(t.dtype, copy=False)
+        return IncompatibleKeys(missing, unexpected)
+
+    # ---- modes and helpers -----------------------------------------------------
+    def train(self, mode: bool = True) -> "Module":
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self) -> "Module":
+        return self.train(False)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.parameters():
+            if set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                p.grad[...] = 0
+
+    def apply(self, fn: Callable[["Module"], None]) -> "Module":
+        for m in reversed(list(self.modules())):  # children first, as torch
+            fn(m)
+        return self
+
+    def requires_grad_(self, mode: bool = True) -> "Module":
+        for p in self.parameters():
+            p.requires_grad = mode
+        return self
+
+    def to(self, device: str | None = None, dtype=None) -> "Module":
+        """Move every parameter and buffer to `device` and/or cast floats to `dtype`, in place."""
+        if device is not None and not isinstance(device, str):
+            device, dtype = None, device
+        for t in list(self.parameters()) + list(self.buffers()):
+            arr = t.data
+            if device is not None:
+                arr = backend.to_device(arr, device)
+            if dtype is not None and arr.dtype.kind == "f":
+                arr = arr.astype(np.dtype(dtype))
+            t.data = arr
+            if t.grad is not None:
+                t.grad = None
+        return self
+
+    def double(self) -> "Module":
+        return self.to(dtype=np.float64)
+
+    def float(self) -> "Module":
+        return self.to(dtype=np.float32)
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def forward(self, *args, **kwargs):  # pragma: no cover - abstract
+        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        lines = [f"({n}): " + repr(m).replace("\n", "\n  ") for n, m in self.named_children()]
+        head = f"{type(self).__name__}({self.extra_repr()}"
+        if not lines:
+            return head + ")"
+        return head + "\n  " + "\n  ".join(lines) + "\n)"

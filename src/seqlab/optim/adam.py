@@ -1,0 +1,65 @@
+"""Adam and AdamW (Kingma & Ba 2015; Loshchilov & Hutter 2019), torch.optim's update order."""
+from __future__ import annotations
+
+import math
+
+from seqlab.backend import xp_of
+from seqlab.optim.optimizer import Optimizer
+
+
+class Adam(Optimizer):
+    """m ← β1 m + (1 − β1) g;  v ← β2 v + (1 − β2) g²;
+    θ ← θ − lr/(1 − β1ᵗ) · m / (√v / √(1 − β2ᵗ) + eps).
+
+    Adam adds weight decay to the gradient (L2); AdamW decays the weights
+    directly, θ ← θ(1 − lr·wd), before the update.
+    """
+
+    decoupled = False
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0):
+        if lr < 0 or eps < 0 or not (0 <= betas[0] < 1 and 0 <= betas[1] < 1) or weight_decay < 0:
+            raise ValueError(f"invalid {type(self).__name__} settings: lr={lr}, betas={betas}, eps={eps}, "
+                             f"weight_decay={weight_decay}")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
+
+    def step(self) -> None:
+        for group in self.param_groups:
+            lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = p.grad
+                state = self.state.setdefault(id(p), {})
+                if not state:
+                    xp = xp_of(p.data)
+                    state["step"] = 0
+                    state["exp_avg"] = xp.zeros_like(p.data)
+                    state["exp_avg_sq"] = xp.zeros_like(p.data)
+                state["step"] += 1
+                t = state["step"]
+                if wd:
+                    if self.decoupled:
+                        p.data *= 1 - lr * wd
+                    else:
+                        g = g + wd * p.data
+                m, v = state["exp_avg"], state["exp_avg_sq"]
+                m *= b1
+                m += (1 - b1) * g
+                v *= b2
+                v += (1 - b2) * (g * g)
+                bc1 = 1 - b1 ** t
+                bc2_sqrt = math.sqrt(1 - b2 ** t)
+                denom = xp_of(v).sqrt(v)
+                denom /= bc2_sqrt
+                denom += eps
+                p.data -= (lr / bc1) * (m / denom)
+
+
+class AdamW(Adam):
+    decoupled = True
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.01):
+        super().__init__(params, lr, betas, eps, weight_decay)

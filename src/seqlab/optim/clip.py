@@ -1,0 +1,30 @@
+"""Gradient clipping, in place, as torch.nn.utils."""
+from __future__ import annotations
+
+import math
+
+from seqlab.backend import xp_of
+
+
+def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False) -> float:
+    """Scale all gradients together so their joint norm is at most `max_norm`; returns the norm before."""
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads:
+        return 0.0
+    if norm_type == math.inf:
+        total = max(float(xp_of(g).abs(g).max()) for g in grads)
+    else:
+        total = sum(float((xp_of(g).abs(g) ** norm_type).sum()) for g in grads) ** (1.0 / norm_type)
+    if error_if_nonfinite and not math.isfinite(total):
+        raise RuntimeError(f"the total gradient norm is {total}; cannot clip")
+    coef = max_norm / (total + 1e-6)
+    if coef < 1:
+        for g in grads:
+            g *= coef
+    return total
+
+
+def clip_grad_value_(parameters, clip_value: float) -> None:
+    for p in parameters:
+        if p.grad is not None:
+            xp_of(p.grad).clip(p.grad, -clip_value, clip_value, out=p.grad)

@@ -1,0 +1,78 @@
+"""`Optimizer` base: parameter groups and a torch-shaped state_dict."""
+from __future__ import annotations
+
+import copy
+from typing import Any, Iterable
+
+from seqlab import backend
+
+
+class Optimizer:
+    """Holds parameter groups (dicts with 'params' and hyper-parameters) and per-parameter state."""
+
+    def __init__(self, params: Iterable, defaults: dict[str, Any]):
+        self.defaults = defaults
+        params = list(params)
+        if not params:
+            raise ValueError("optimizer got an empty parameter list")
+        groups = params if isinstance(params[0], dict) else [{"params": params}]
+        self.param_groups: list[dict] = []
+        self.state: dict[int, dict] = {}  # keyed by id(param)
+        for g in groups:
+            self.add_param_group(g)
+
+    def add_param_group(self, group: dict) -> None:
+        group = dict(group)
+        group["params"] = list(group["params"])
+        for k, v in self.defaults.items():
+            group.setdefault(k, v)
+        group.setdefault("initial_lr", group["lr"])
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        for p in group["params"]:
+            if id(p) in seen:
+                raise ValueError("a parameter appears in more than one parameter group")
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for g in self.param_groups:
+            for p in g["params"]:
+                if set_to_none:
+                    p.grad = None
+                elif p.grad is not None:
+                    p.grad[...] = 0
+
+    def step(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # ---- state, with parameters numbered in group order (as torch) -------------
+    def state_dict(self) -> dict:
+        index, groups, n = {}, [], 0
+        for g in self.param_groups:
+            ids = []
+            for p in g["params"]:
+                index[id(p)] = n
+                ids.append(n)
+                n += 1
+            groups.append({**{k: v for k, v in g.items() if k != "params"}, "params": ids})
+        state = {index[pid]: {k: (v.copy() if hasattr(v, "copy") else v) for k, v in s.items()}
+                 for pid, s in self.state.items() if pid in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups):
+            raise ValueError(f"optimizer state has {len(groups)} parameter groups, this optimizer has "
+                             f"{len(self.param_groups)}")
+        params = [p for g in self.param_groups for p in g["params"]]
+        for mine, theirs in zip(self.param_groups, groups):
+            if len(mine["params"]) != len(theirs["params"]):
+                raise ValueError("optimizer state does not match the parameter groups' sizes")
+            for k, v in theirs.items():
+                if k != "params":
+                    mine[k] = copy.deepcopy(v)
+        self.state = {}
+        for i, s in state_dict["state"].items():
+            p = params[int(i)]
+            self.state[id(p)] = {k: (backend.to_device(v, p.device).astype(p.dtype)
+                                     if hasattr(v, "shape") and getattr(v, "ndim", 0) > 0 else v)
+                                 for k, v in s.items()}

@@ -1,0 +1,38 @@
+"""Stochastic gradient descent with momentum, Nesterov and weight decay (torch.optim.SGD's update)."""
+from __future__ import annotations
+
+from seqlab.optim.optimizer import Optimizer
+
+
+class SGD(Optimizer):
+    """θ ← θ − lr·d, where g = ∇ + wd·θ, b = μ·b + (1 − dampening)·g, d = g + μ·b (Nesterov) or b."""
+
+    def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float = 0.0, nesterov: bool = False):
+        if lr < 0 or momentum < 0 or weight_decay < 0:
+            raise ValueError(f"invalid SGD settings: lr={lr}, momentum={momentum}, weight_decay={weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum needs momentum > 0 and dampening = 0")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
+                                      weight_decay=weight_decay, nesterov=nesterov))
+
+    def step(self) -> None:
+        for group in self.param_groups:
+            lr, mu, damp = group["lr"], group["momentum"], group["dampening"]
+            wd, nesterov = group["weight_decay"], group["nesterov"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = p.grad
+                if wd:
+                    g = g + wd * p.data
+                if mu:
+                    state = self.state.setdefault(id(p), {})
+                    buf = state.get("momentum_buffer")
+                    if buf is None:
+                        buf = state["momentum_buffer"] = g.copy()
+                    else:
+                        buf *= mu
+                        buf += (1 - damp) * g
+                    g = g + mu * buf if nesterov else buf
+                p.data -= lr * g
