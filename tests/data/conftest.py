@@ -95,7 +95,7 @@ def serve() -> Iterator:
                 pass  # keep test output clean
 
         httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)  # port 0: a free port
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         servers.append(httpd)
         info.url = f"http://127.0.0.1:{httpd.server_address[1]}"
         return info

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import http.client
 import os
 import sys
 import tempfile
@@ -268,9 +269,12 @@ def fetch(
     ``progress`` shows a tqdm bar on stderr; ``None`` means only on a terminal.
     """
     src = _source(dataset)
-    wanted = [src.file(n) for n in (names or [f.name for f in src.files])]
     folder = cache_dir() / dataset
     folder.mkdir(parents=True, exist_ok=True)
+    wanted = [
+        f for f in (src.file(n) for n in (names or [f.name for f in src.files]))
+        if not _cached_ok(folder / f.name, f.sha256)
+    ]
     if progress is None:
         progress = sys.stderr.isatty()
 
@@ -293,6 +297,10 @@ def fetch(
                     stream = _gunzip(stream, url)
                 _save_verified(stream, folder / remote.name, remote.sha256, url)
     return folder
+
+
+def _cached_ok(path: Path, expected: str) -> bool:
+    return path.is_file() and sha256_file(path) == expected
 
 
 class _Response:
@@ -330,11 +338,22 @@ def _progress(stream: BinaryIO, total: int | None, enabled: bool, label: str) ->
         from tqdm import tqdm
 
         bar = tqdm(total=total, unit="B", unit_scale=True, desc=label, file=sys.stderr, leave=False)
+    received = 0
     try:
-        for chunk in iter(lambda: stream.read(CHUNK), b""):
+        while True:
+            try:
+                chunk = stream.read(CHUNK)
+            except (OSError, http.client.HTTPException) as e:  # reset mid-transfer
+                raise DataError(f"download of {label} was interrupted: {e!r}") from e
+            if not chunk:
+                break
+            received += len(chunk)
             if bar is not None:
                 bar.update(len(chunk))
             yield chunk
+        # urllib returns b"" on a connection closed early; the header says what was due.
+        if total is not None and received != total:
+            raise DataError(f"download of {label} was interrupted after {received} of {total} bytes")
     finally:
         if bar is not None:
             bar.close()
@@ -391,6 +410,8 @@ def _save_verified(chunks: Iterator[bytes] | BinaryIO, target: Path, expected: s
                 f"the download was deleted"
             )
         os.replace(tmp, target)
+        st = target.stat()  # remember the digest just computed: no second hash on first use
+        _VERIFIED[(str(target.resolve()), st.st_size, st.st_mtime_ns)] = actual
     finally:
         tmp.unlink(missing_ok=True)
 

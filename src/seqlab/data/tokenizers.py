@@ -416,13 +416,30 @@ class Tokenizer:
             raise ValueError(f"id {bad[0]} is outside the vocabulary (size {self.vocab_size})")
         return out
 
-    def decode(self, ids: Sequence[int] | np.ndarray, skip_special_tokens: bool = True) -> str:
-        """Text of a 1-D id sequence (padding and specials dropped by default)."""
-        return self._tok.decode(self._id_list(ids), skip_special_tokens=skip_special_tokens)
+    def decode(
+        self,
+        ids: Sequence[int] | np.ndarray,
+        skip_special_tokens: bool = True,
+        clean_up_tokenization_spaces: bool = False,
+    ) -> str:
+        """Text of a 1-D id sequence (padding and specials dropped by default).
 
-    def decode_batch(self, batch: Sequence[Sequence[int]] | np.ndarray, skip_special_tokens: bool = True) -> list[str]:
+        The text is what the backend's decoder gives, as transformers 5's
+        ``BertTokenizer`` returns it (``"don ' t"``). The older Python
+        tokenizers also glued punctuation back (``"don't"``);
+        ``clean_up_tokenization_spaces=True`` does the same.
+        """
+        text = self._tok.decode(self._id_list(ids), skip_special_tokens=skip_special_tokens)
+        return _clean_up_tokenization(text) if clean_up_tokenization_spaces else text
+
+    def decode_batch(
+        self,
+        batch: Sequence[Sequence[int]] | np.ndarray,
+        skip_special_tokens: bool = True,
+        clean_up_tokenization_spaces: bool = False,
+    ) -> list[str]:
         """Texts of a batch of id rows, e.g. a (B, T) array."""
-        return [self.decode(row, skip_special_tokens) for row in batch]
+        return [self.decode(row, skip_special_tokens, clean_up_tokenization_spaces) for row in batch]
 
     # -------------------------------------------------------------- training
 
@@ -481,6 +498,17 @@ class Tokenizer:
 
     def __repr__(self) -> str:
         return f"Tokenizer(kind={self.kind!r}, vocab_size={self.vocab_size}, model_max_length={self.model_max_length})"
+
+
+# transformers' clean_up_tokenization, applied in this order (an order-dependent chain).
+_CLEANUPS = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
+             (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+
+
+def _clean_up_tokenization(text: str) -> str:
+    for old, new in _CLEANUPS:
+        text = text.replace(old, new)
+    return text
 
 
 def _check_texts(texts: Sequence[Any], what: str) -> None:
