@@ -186,7 +186,7 @@ def attention_grid(attentions: Any, tokens: Sequence[str], path: str | Path,
     queries = keys if target_tokens is None else check_tokens(target_tokens, "target_tokens")
     stack = as_stack(attentions, len(queries), len(keys))  # (L, H, T_q, T_k)
     L, H = stack.shape[:2]
-    layout = plan_layout(L, H, queries, keys, inch_per_token=0.16, min_side=1.4, max_side=4.0,
+    layout = plan_layout(L, H, queries, keys, inch_per_token=1.1 * LABEL_STEP_IN, min_side=1.4, max_side=4.0,
                          max_width=max_size_in, max_height=max_size_in, labels_every_panel=False,
                          title=bool(title))
     panels = [(l, h, l, h) for l in range(L) for h in range(H)]

@@ -103,8 +103,9 @@ def training_curves(metrics_rows: Sequence[Mapping[str, Any]], path: str | Path,
                 xs.append(float(x))
                 ys.append(float(value))
     if not curves["loss"] and not curves["acc"]:
-        raise VizError(f"no loss or accuracy values in the metrics rows (keys of the first row: {sorted(metrics_rows[0])})")
-    xname = "step" if any("step" in r for r in metrics_rows) else "epoch" if any("epoch" in r for r in metrics_rows) else "row"
+        raise VizError("no loss or accuracy values in the metrics rows "
+                       f"(keys of the first row: {sorted(metrics_rows[0])})")
+    xname = next((k for k in ("step", "epoch") if any(k in r for r in metrics_rows)), "row")
     fig = _figure(11.0, 4.2)
     axes = fig.subplots(1, 2)
     for ax, kind, label in ((axes[0], "loss", "loss"), (axes[1], "acc", "accuracy")):
