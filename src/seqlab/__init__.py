@@ -8,6 +8,7 @@ from seqlab import backend
 from seqlab.autograd import Function, Tensor, enable_grad, is_grad_enabled, no_grad
 from seqlab.creation import arange, cat, full, maximum, ones, rand, randn, stack, tensor, where, zeros
 from seqlab.random import manual_seed
+from seqlab import functional, nn, optim  # noqa: E402  (seqlab.nn.Linear, as torch.nn)
 
 __version__ = "0.1.0"
 

@@ -34,14 +34,19 @@ def ones(*shape, dtype=None, requires_grad=False, device=None) -> Tensor:
 
 def full(shape, value, dtype=None, requires_grad=False, device=None) -> Tensor:
     xp = backend.get_xp(device)
-    return Tensor(xp.full(tuple(shape), value, dtype=_dtype(dtype)), requires_grad=requires_grad)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    return Tensor(xp.full(shape, value, dtype=_dtype(dtype)), requires_grad=requires_grad)
 
 
-def arange(start, end=None, step=1, dtype=None, device=None) -> Tensor:
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Integers give int64, floats the default float dtype (as torch)."""
     xp = backend.get_xp(device)
     if end is None:
         start, end = 0, start
-    return Tensor(xp.arange(start, end, step, dtype=np.dtype(dtype) if dtype else None))
+    arr = xp.arange(start, end, step, dtype=np.dtype(dtype) if dtype else None)
+    if dtype is None and arr.dtype.kind == "f":
+        arr = arr.astype(backend.default_dtype())
+    return Tensor(arr, requires_grad=requires_grad)
 
 
 def randn(*shape, dtype=None, requires_grad=False, generator: np.random.Generator | None = None,

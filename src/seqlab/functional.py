@@ -43,6 +43,11 @@ def silu(x: Tensor) -> Tensor:
     return A.SiLU.apply(_t(x))
 
 
+def logsigmoid(x: Tensor) -> Tensor:
+    """log σ(x), finite for any x (the building block of the logistic loss)."""
+    return A.LogSigmoid.apply(_t(x))
+
+
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
     return Fu.Softmax.apply(_t(x), dim=dim)
 
@@ -138,7 +143,10 @@ def cross_entropy(logits: Tensor, target, ignore_index: int = -100, label_smooth
         raise TypeError(f"cross_entropy target must hold class indices (integers), got dtype {tgt.dtype}")
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-    if logits.ndim == 1:
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
+    unbatched = logits.ndim == 1
+    if unbatched:  # (C,) logits with a () target, as torch
         logits, tgt = logits.reshape(1, -1), tgt.reshape(1)
     c = logits.shape[1]
     expected = (logits.shape[0],) + logits.shape[2:]
@@ -159,16 +167,37 @@ def cross_entropy(logits: Tensor, target, ignore_index: int = -100, label_smooth
                                  label_smoothing=label_smoothing, reduction=reduction)
     if reduction == "none" and out_shape is not None:
         loss = loss.reshape(out_shape)
+    elif reduction == "none" and unbatched:
+        loss = loss.reshape(())
     return loss
 
 
 def nll_loss(log_probs: Tensor, target, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
-    tgt = np.asarray(_arr(target))
+    """−log_probs[target], torch layout: (N, C) or (N, C, d1, ...) with target (N) or (N, d1, ...).
+
+    'mean' divides by the number of targets that are not `ignore_index` (NaN when there are none, as torch).
+    """
+    lp = _t(log_probs)
+    tgt = _arr(target)
+    if not hasattr(tgt, "dtype"):
+        tgt = np.asarray(tgt)
+    if tgt.dtype.kind not in "iu":
+        raise TypeError(f"nll_loss target must hold class indices (integers), got dtype {tgt.dtype}")
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    out_shape = tuple(tgt.shape)
+    if lp.ndim > 2:  # (N, C, d...) -> (N·d..., C)
+        lp = lp.permute((0,) + tuple(range(2, lp.ndim)) + (1,)).reshape(-1, lp.shape[1])
+    tgt = tgt.reshape(-1)
+    xp = backend.xp_of(lp.data)
     valid = tgt != ignore_index
-    picked = log_probs[np.arange(tgt.shape[0]), np.where(valid, tgt, 0)] * valid.astype(log_probs.dtype)
+    picked = lp.gather(1, xp.where(valid, tgt, 0)[:, None]).reshape(-1) * valid.astype(lp.dtype)  # (N·d,)
     if reduction == "mean":
-        return -picked.sum() / max(int(valid.sum()), 1)
-    return _reduce(-picked, reduction)
+        count = int(valid.sum())
+        return -picked.sum() / (count if count else np.nan)
+    if reduction == "sum":
+        return -picked.sum()
+    return (-picked).reshape(out_shape)
 
 
 def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:
@@ -178,15 +207,20 @@ def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:
 
 def binary_cross_entropy_with_logits(logits: Tensor, target, reduction: str = "mean",
                                      pos_weight=None) -> Tensor:
-    """−[y log σ(x) + (1 − y) log(1 − σ(x))], computed as max(x, 0) − x·y + log(1 + e^−|x|)."""
+    """−[y log σ(x) + (1 − y) log(1 − σ(x))] = (1 − y)·x − log σ(x), with the stable log σ.
+
+    With `pos_weight` (torch's): (1 − y)·x − (1 + (pw − 1)·y)·log σ(x).
+    """
     x = _t(logits)
-    y = target if isinstance(target, Tensor) else Tensor(np.asarray(target, dtype=x.dtype))
-    log_term = (-(x.abs())).exp().__add__(1.0).log()
+    y = target if isinstance(target, Tensor) else Tensor(np.asarray(_arr(target), dtype=x.dtype))
+    if tuple(y.shape) != tuple(x.shape):
+        raise ValueError(f"target shape {tuple(y.shape)} must equal the logits' shape {tuple(x.shape)}")
+    log_sig = logsigmoid(x)
     if pos_weight is None:
-        loss = x.relu() - x * y + log_term
-    else:  # (1 − y)·x + (1 + (pw − 1)·y)·(log(1 + e^−|x|) + max(−x, 0))
-        lw = (y * (pos_weight - 1)) + 1
-        loss = (1 - y) * x + lw * (log_term + (-x).relu())
+        loss = (1 - y) * x - log_sig
+    else:
+        pw = pos_weight if isinstance(pos_weight, Tensor) else Tensor(np.asarray(_arr(pos_weight), dtype=x.dtype))
+        loss = (1 - y) * x - (y * (pw - 1) + 1) * log_sig
     return _reduce(loss, reduction)
 
 
@@ -228,7 +262,9 @@ def attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None, dropout
     s = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     keep = None
     if dropout_p > 0.0 and training:
-        shape = np.broadcast_shapes(q.shape[:-1], k.shape[:-2] + (tk,))[:-1] + (tq, tk)
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2],
+                                    *([tuple(bias.shape[:-2])] if bias is not None else []))
+        shape = batch + (tq, tk)  # one keep/drop decision per attention weight
         keep = (_random.uniform_like(xp, shape, q.dtype, generator) >= dropout_p).astype(q.dtype)
     inputs = [q, k, v, bias]
     fn_out = Fu.Attention.apply(*inputs, block=block, scale=s, keep_mask=keep, p=dropout_p)

@@ -3,11 +3,33 @@
 Iterative on purpose (micrograd's recursive sort overflows the stack on an
 RNN unrolled over thousands of steps). After the pass the graph is freed:
 each non-leaf tensor forgets its creator, so the arrays saved for backward
-can be reclaimed.
+can be reclaimed; backpropagating through a freed graph again is an error
+(as in torch) instead of a silent zero gradient.
+
+Gradients reaching one tensor from several uses are summed into one buffer.
+A buffer the engine allocated itself ("owned") is added to in place; an
+array that came from an op's backward may be shared (Add hands the same
+array to both inputs), so it is copied before the first in-place add.
 """
 from __future__ import annotations
 
-from seqlab.autograd.function import unbroadcast
+import sys
+
+import numpy as np
+
+from seqlab.autograd.function import IndexGrad, unbroadcast
+
+
+class _Freed:
+    """Stands in for the creator of a tensor whose graph was freed by backward()."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<freed graph>"
+
+
+FREED = _Freed()
 
 
 def topological_order(root) -> list:
@@ -24,6 +46,9 @@ def topological_order(root) -> list:
         visited.add(id(node))
         stack.append((node, True))
         fn = node._ctx
+        if fn is FREED:
+            raise RuntimeError("trying to backward through a graph a second time: backward() freed it; "
+                               "pass retain_graph=True to the first call, or detach() the tensor you reuse")
         if fn is not None:
             for parent, needs in zip(fn.parents, fn.needs_input_grad):
                 if needs and id(parent) not in visited:
@@ -31,18 +56,68 @@ def topological_order(root) -> list:
     return order
 
 
+def _fresh(arr) -> bool:
+    """True when `arr` owns its memory, or is a view (a reshape) of an array nothing else holds."""
+    base = getattr(arr, "base", 0)
+    if base is None:
+        return True
+    # CPython: the view, our local name and getrefcount's argument; anything more is another holder
+    return isinstance(arr, np.ndarray) and isinstance(base, np.ndarray) and base.base is None \
+        and sys.getrefcount(base) <= 3
+
+
+def _accumulate(grads: dict, owned: set, key: int, pg, dtype, exclusive: bool = False) -> None:
+    """grads[key] += pg, allocating or copying only when needed.
+
+    `exclusive`: nothing else holds `pg` (a fresh result of an op's backward),
+    so it may become the buffer itself.
+    """
+    prev = grads.get(key)
+    if isinstance(pg, IndexGrad):
+        if prev is None:
+            grads[key] = pg.dense(dtype)
+        else:
+            if key not in owned:
+                prev = prev.astype(dtype, copy=True)
+                grads[key] = prev
+            pg.add_into(prev)
+        owned.add(key)
+        return
+    if isinstance(pg, np.generic):  # a NumPy scalar from a 0-d op: keep arrays (writable) only
+        pg = np.asarray(pg)
+        exclusive = True
+    if pg.dtype != dtype:
+        pg = pg.astype(dtype)
+        exclusive = True
+    if prev is None:
+        grads[key] = pg
+        if exclusive:
+            owned.add(key)
+    elif key in owned:
+        prev += pg
+    else:
+        grads[key] = prev + pg
+        owned.add(key)
+
+
 def run_backward(root, grad, retain_graph: bool = False) -> None:
     order = topological_order(root)
     grads = {id(root): grad}
+    owned: set[int] = set()  # keys whose buffer the engine allocated (safe to add to in place)
     for node in reversed(order):
-        g = grads.pop(id(node), None)
+        key = id(node)
+        g = grads.pop(key, None)
+        is_owned = key in owned
+        owned.discard(key)
         fn = node._ctx
+        if fn is not None and not retain_graph:
+            node._ctx = FREED  # drop the graph (and the arrays it saved) as we go
         if g is None:
             continue
         if fn is None:  # a leaf: accumulate into .grad
             if node.grad is None:
-                # a copy: backward may hand the same array to several inputs
-                node.grad = g.copy()
+                # a copy unless the engine owns it: backward may hand one array to several inputs
+                node.grad = g if is_owned else g.copy()
             else:
                 node.grad = node.grad + g
             continue
@@ -51,14 +126,17 @@ def run_backward(root, grad, retain_graph: bool = False) -> None:
         parent_grads = fn.backward(g)
         if not isinstance(parent_grads, tuple):
             parent_grads = (parent_grads,)
+        handed = [id(pg) for pg in parent_grads if pg is not None]
         for parent, needs, pg in zip(fn.parents, fn.needs_input_grad, parent_grads):
             if not needs or pg is None:
                 continue
-            pg = unbroadcast(pg, parent.data.shape)
-            if pg.dtype != parent.data.dtype:
-                pg = pg.astype(parent.data.dtype)
-            key = id(parent)
-            prev = grads.get(key)
-            grads[key] = pg if prev is None else prev + pg
-        if not retain_graph:
-            node._ctx = None
+            exclusive = False
+            if not isinstance(pg, IndexGrad):
+                # a fresh array (not a view, not the incoming gradient, not handed to two inputs)
+                # needs no defensive copy; with retain_graph the op may still hold it
+                exclusive = (not retain_graph and pg is not g and handed.count(id(pg)) == 1
+                             and _fresh(pg))
+                out = unbroadcast(pg, parent.data.shape)
+                exclusive = exclusive and out is pg
+                pg = out
+            _accumulate(grads, owned, id(parent), pg, parent.data.dtype, exclusive)

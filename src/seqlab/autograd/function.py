@@ -13,6 +13,8 @@ import functools
 import threading
 from typing import Any
 
+import numpy as np
+
 _state = threading.local()
 
 
@@ -81,6 +83,8 @@ class Function:
         fn = cls()
         arrays = [x.data if isinstance(x, Tensor) else x for x in inputs]
         out = fn.forward(*arrays, **params)
+        if isinstance(out, np.generic):  # NumPy reductions return scalars; keep 0-d arrays
+            out = np.asarray(out)
         if is_grad_enabled():
             needs = tuple(isinstance(x, Tensor) and x.requires_grad for x in inputs)
             if any(needs):
@@ -88,6 +92,41 @@ class Function:
                 fn.needs_input_grad = needs
                 return Tensor._from_op(out, fn)
         return Tensor._from_op(out, None)
+
+
+class IndexGrad:
+    """The gradient of `a[index]`: `values` at `index` of an otherwise-zero array of `shape`.
+
+    Returned by GetItem.backward instead of a dense array so the engine adds
+    it straight into the one gradient buffer of the input: slicing x[:, t]
+    for t = 1..T then costs O(T · slice), not T full-size zero arrays.
+    `basic` says the index picks no element twice (slices, ints, None, ...);
+    otherwise repeats accumulate (scatter-add).
+    """
+
+    __slots__ = ("shape", "index", "values", "basic")
+
+    def __init__(self, shape: tuple, index, values, basic: bool):
+        self.shape, self.index, self.values, self.basic = shape, index, values, basic
+
+    def add_into(self, buf) -> None:
+        """buf[index] += values, with repeated indices accumulating."""
+        if self.basic:
+            buf[self.index] += self.values
+        else:
+            from seqlab.backend import xp_of
+
+            xp_of(buf).add.at(buf, self.index, self.values)
+
+    def dense(self, dtype):
+        from seqlab.backend import xp_of
+
+        buf = xp_of(self.values).zeros(self.shape, dtype=dtype)
+        if self.basic:
+            buf[self.index] = self.values
+        else:
+            self.add_into(buf)
+        return buf
 
 
 def unbroadcast(grad, shape: tuple):

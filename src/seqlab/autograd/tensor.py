@@ -305,9 +305,46 @@ class Tensor:
     def masked_fill(self, mask, value) -> "Tensor":
         """Fill `value` where `mask` (bool, broadcastable) is True."""
         m = _arr(mask)
+        if not hasattr(m, "dtype"):
+            m = np.asarray(m)
         if m.dtype != bool:
             raise TypeError(f"masked_fill expects a bool mask, got dtype {m.dtype}")
+        if isinstance(value, Tensor):
+            value = value.item()
         return E.MaskedFill.apply(self, m, value)
+
+    def sign(self) -> "Tensor":
+        return Tensor(backend.xp_of(self.data).sign(self.data))
+
+    def clone(self) -> "Tensor":
+        """A copy with its own memory; gradients flow through it (as torch)."""
+        if self.requires_grad and is_grad_enabled():
+            return self * self.dtype.type(1)
+        return Tensor(self.data.copy())
+
+    def type_as(self, other: "Tensor") -> "Tensor":
+        return self.astype(other.dtype)
+
+    def tril(self, diagonal: int = 0) -> "Tensor":
+        """Zero above the `diagonal`-th diagonal of the last two dims."""
+        xp = backend.xp_of(self.data)
+        keep = xp.tril(xp.ones(self.shape[-2:], dtype=bool), k=diagonal)
+        return E.MaskedFill.apply(self, ~keep, 0)
+
+    def triu(self, diagonal: int = 0) -> "Tensor":
+        xp = backend.xp_of(self.data)
+        keep = xp.triu(xp.ones(self.shape[-2:], dtype=bool), k=diagonal)
+        return E.MaskedFill.apply(self, ~keep, 0)
+
+    def norm(self, p: float = 2, dim=None, keepdim: bool = False) -> "Tensor":
+        """(Σ|x|^p)^(1/p) over `dim` (all elements by default)."""
+        if p == 2:
+            return (self * self).sum(dim, keepdim).sqrt()
+        if p == 1:
+            return self.abs().sum(dim, keepdim)
+        if p == float("inf"):
+            return self.abs().amax(dim, keepdim)
+        return (self.abs() ** p).sum(dim, keepdim) ** (1.0 / p)
 
     # ---- comparisons (no gradient) ---------------------------------------
     def __eq__(self, o):  # noqa: D105
@@ -348,8 +385,8 @@ class Tensor:
         corr = correction if correction is not None else int(unbiased)
         return R.Var.apply(self, dim=dim, keepdim=keepdim, correction=corr)
 
-    def std(self, dim=None, keepdim: bool = False, unbiased: bool = True):
-        return self.var(dim, keepdim, unbiased).sqrt()
+    def std(self, dim=None, keepdim: bool = False, unbiased: bool = True, correction: int | None = None):
+        return self.var(dim, keepdim, unbiased, correction).sqrt()
 
     def max(self, dim=None, keepdim: bool = False):
         """Without `dim`: the max value. With `dim`: (values, indices) as torch."""
@@ -440,6 +477,42 @@ class Tensor:
             start += s
         return tuple(out)
 
+    def unbind(self, dim: int = 0):
+        """The slices along `dim`, that dim removed (as torch.unbind)."""
+        d = dim % self.ndim
+        return tuple(self[(slice(None),) * d + (i,)] for i in range(self.shape[d]))
+
+    def flip(self, dims):
+        dims = (dims,) if isinstance(dims, int) else tuple(dims)
+        index = [slice(None)] * self.ndim
+        for d in dims:
+            index[d % self.ndim] = slice(None, None, -1)
+        return self[tuple(index)]
+
+    def gather(self, dim: int, index) -> "Tensor":
+        """out[..., j, ...] = self[..., index[..., j, ...], ...] along `dim` (torch.gather)."""
+        idx = _arr(index)
+        if not hasattr(idx, "dtype"):
+            idx = np.asarray(idx)
+        if idx.dtype.kind not in "iu":
+            raise TypeError(f"gather index must hold integers, got dtype {idx.dtype}")
+        if idx.ndim != self.ndim:
+            raise ValueError(f"gather index has {idx.ndim} dims but the tensor has {self.ndim} (shape {self.shape})")
+        return V.Gather.apply(self, idx, dim=dim % self.ndim)
+
+    def repeat(self, *sizes):
+        """Tile the tensor `sizes[i]` times along dim i (as torch.repeat; new leading dims allowed)."""
+        sizes = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+        if len(sizes) < self.ndim:
+            raise ValueError(f"repeat needs at least {self.ndim} sizes for shape {self.shape}, got {sizes}")
+        shape = (1,) * (len(sizes) - self.ndim) + self.shape
+        inter, target = [], []
+        for r, s in zip(sizes, shape):
+            inter += [1, s]
+            target += [r, s]
+        out = self.reshape(inter).expand(*target)  # (r0, s0, r1, s1, ...)
+        return out.reshape(tuple(r * s for r, s in zip(sizes, shape)))
+
     def chunk(self, chunks: int, dim: int = 0):
         n = self.shape[dim]
         size = -(-n // chunks)
@@ -463,7 +536,9 @@ def _keep(arr, dim, keepdim):
 def _minmax(t: Tensor, dim, keepdim, use_min):
     if dim is None:
         return R.Max.apply(t, dim=None, keepdim=False, use_min=use_min)
-    values = R.Max.apply(t, dim=dim, keepdim=keepdim, use_min=use_min)
+    if not isinstance(dim, int):
+        raise TypeError(f"max/min with dim takes one int dim (as torch), got {dim!r}; use amax for several")
+    values = R.MaxDim.apply(t, dim=dim, keepdim=keepdim, use_min=use_min)
     idx = t.data.argmin(axis=dim) if use_min else t.data.argmax(axis=dim)
     return MinMaxResult(values, Tensor(_keep(idx, dim, keepdim)))
 
@@ -502,6 +577,12 @@ def _check_matmul(a: Sequence[int], b: Sequence[int]) -> None:
     if k_a != k_b:
         raise ValueError(f"matmul shape mismatch: {tuple(a)} @ {tuple(b)} "
                          f"(inner dims {k_a} and {k_b} differ)")
+    if len(a) > 2 or len(b) > 2:
+        try:
+            np.broadcast_shapes(tuple(a[:-2]), tuple(b[:-2]))
+        except ValueError:
+            raise ValueError(f"matmul shape mismatch: {tuple(a)} @ {tuple(b)} (batch dims "
+                             f"{tuple(a[:-2])} and {tuple(b[:-2])} do not broadcast)") from None
 
 
 def _check_reshape(shape, new_shape) -> None:

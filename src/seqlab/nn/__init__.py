@@ -7,8 +7,12 @@ from seqlab.nn.linear import Identity, Linear
 from seqlab.nn.module import Module, Parameter
 from seqlab.nn.norm import LayerNorm, RMSNorm
 from seqlab.nn.sparse import Embedding
+from seqlab.nn.recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from seqlab.nn.additive_attention import AdditiveAttention, LuongAttention
+from seqlab.nn.transformer import (ALiBi, LearnedPositionalEmbedding, MultiheadAttention, PositionalEncoding, RotaryEmbedding, SinusoidalPositionalEncoding, Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer, generate_square_subsequent_mask, memory_efficient_attention, positional_encoding, sliding_window_attention)  # noqa: E501
 
 __all__ = [
+    "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "AdditiveAttention", "LuongAttention",
     "init", "Module", "Parameter", "Linear", "Identity", "Embedding", "LayerNorm", "RMSNorm", "Dropout",
     "Sequential", "ModuleList", "ModuleDict", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax",
 ]

@@ -1,16 +1,24 @@
 """Containers: Sequential, ModuleList, ModuleDict (names '0', '1', ... as torch)."""
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Iterable
 
 from seqlab.nn.module import Module
 
 
 class Sequential(Module):
+    """Modules applied in order; `Sequential(a, b)` names them '0', '1', and
+    `Sequential(OrderedDict(name=module))` keeps the given names (as torch)."""
+
     def __init__(self, *modules: Module):
         super().__init__()
-        for i, m in enumerate(modules):
-            self.add_module(str(i), m)
+        if len(modules) == 1 and isinstance(modules[0], dict):
+            for name, m in modules[0].items():
+                self.add_module(name, m)
+        else:
+            for i, m in enumerate(modules):
+                self.add_module(str(i), m)
 
     def forward(self, x):
         for m in self._modules.values():
@@ -18,13 +26,20 @@ class Sequential(Module):
         return x
 
     def __getitem__(self, i):
-        return list(self._modules.values())[i]
+        items = list(self._modules.items())
+        if isinstance(i, slice):
+            return Sequential(OrderedDict(items[i]))
+        return items[i][1]
 
     def __len__(self):
         return len(self._modules)
 
     def __iter__(self):
         return iter(self._modules.values())
+
+    def append(self, module: Module) -> "Sequential":
+        self.add_module(str(len(self._modules)), module)
+        return self
 
 
 class ModuleList(Module):
@@ -45,6 +60,20 @@ class ModuleList(Module):
     def __getitem__(self, i):
         items = list(self._modules.values())
         return ModuleList(items[i]) if isinstance(i, slice) else items[i]
+
+    def __setitem__(self, i: int, module: Module) -> None:
+        keys = list(self._modules)
+        self.add_module(keys[i], module)
+
+    def insert(self, index: int, module: Module) -> None:
+        items = list(self._modules.values())
+        items.insert(index, module)
+        self._modules.clear()
+        for m in items:
+            self.append(m)
+
+    def __iadd__(self, modules: Iterable[Module]) -> "ModuleList":
+        return self.extend(modules)
 
     def __len__(self):
         return len(self._modules)
@@ -82,3 +111,13 @@ class ModuleDict(Module):
 
     def values(self):
         return self._modules.values()
+
+    def update(self, modules: dict) -> None:
+        for k, m in modules.items():
+            self.add_module(k, m)
+
+    def pop(self, key: str) -> Module:
+        return self._modules.pop(key)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]

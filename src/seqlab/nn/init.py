@@ -68,19 +68,42 @@ def xavier_normal_(t: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     return normal_(t, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
 
 
-def kaiming_uniform_(t: Tensor, a: float = 0.0, nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
-    fan_in, _ = fan_in_and_fan_out(t)
-    gain = math.sqrt(2.0 / (1 + a * a)) if nonlinearity == "leaky_relu" else (
-        math.sqrt(2.0) if nonlinearity == "relu" else 1.0)
-    bound = gain * math.sqrt(3.0 / fan_in)
+def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
+    """torch.nn.init.calculate_gain: the gain that keeps activations' variance through `nonlinearity`."""
+    if nonlinearity in ("linear", "conv1d", "conv2d", "conv3d", "sigmoid", "conv_transpose1d",
+                        "conv_transpose2d", "conv_transpose3d"):
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        slope = 0.01 if param is None else param
+        return math.sqrt(2.0 / (1 + slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"unsupported nonlinearity {nonlinearity!r}")
+
+
+def _kaiming_fan(t: Tensor, mode: str) -> int:
+    fan_in, fan_out = fan_in_and_fan_out(t)
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"mode must be 'fan_in' or 'fan_out', got {mode!r}")
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def kaiming_uniform_(t: Tensor, a: float = 0.0, nonlinearity: str = "leaky_relu", generator=None,
+                     mode: str = "fan_in") -> Tensor:
+    """U(−b, b) with b = gain · √(3 / fan) (He et al. 2015), as torch (whose default a=0 gives gain √2)."""
+    gain = calculate_gain(nonlinearity, a)
+    bound = gain * math.sqrt(3.0 / _kaiming_fan(t, mode))
     return uniform_(t, -bound, bound, generator)
 
 
-def kaiming_normal_(t: Tensor, a: float = 0.0, nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
-    fan_in, _ = fan_in_and_fan_out(t)
-    gain = math.sqrt(2.0 / (1 + a * a)) if nonlinearity == "leaky_relu" else (
-        math.sqrt(2.0) if nonlinearity == "relu" else 1.0)
-    return normal_(t, 0.0, gain / math.sqrt(fan_in), generator)
+def kaiming_normal_(t: Tensor, a: float = 0.0, nonlinearity: str = "leaky_relu", generator=None,
+                    mode: str = "fan_in") -> Tensor:
+    gain = calculate_gain(nonlinearity, a)
+    return normal_(t, 0.0, gain / math.sqrt(_kaiming_fan(t, mode)), generator)
 
 
 def orthogonal_(t: Tensor, gain: float = 1.0, generator=None) -> Tensor:

@@ -46,15 +46,23 @@ class Module:
         if "_parameters" not in self.__dict__:
             raise RuntimeError(f"{type(self).__name__}.__init__ must call super().__init__() "
                                f"before assigning {name!r}")
+        buffers = self.__dict__["_buffers"]
+        if name in buffers and not isinstance(value, (Parameter, Module)):
+            # re-assigning a registered buffer keeps it a buffer (as torch)
+            if value is not None and not isinstance(value, Tensor):
+                if not hasattr(value, "shape"):
+                    raise TypeError(f"cannot assign {type(value).__name__} as buffer {name!r} (an array or Tensor)")
+                value = Tensor(value)
+            buffers[name] = value
+            return
+        target = "_parameters" if isinstance(value, Parameter) else "_modules" if isinstance(value, Module) else None
         for store in ("_parameters", "_modules", "_buffers"):
-            self.__dict__[store].pop(name, None)
-        if isinstance(value, Parameter):
-            self._parameters[name] = value
-        elif isinstance(value, Module):
-            self._modules[name] = value
-        else:
+            if store != target:  # replacing in the same store keeps the registration order (as torch)
+                self.__dict__[store].pop(name, None)
+        if target is None:
             object.__setattr__(self, name, value)
             return
+        self.__dict__[target][name] = value
         self.__dict__.pop(name, None)
 
     def __getattr__(self, name: str) -> Any:
@@ -78,13 +86,24 @@ class Module:
 
     def register_buffer(self, name: str, value, persistent: bool = True) -> None:
         """A non-learned array that moves with the module (and is saved unless not persistent)."""
+        if "." in name or not name:
+            raise KeyError(f"buffer name must be non-empty and contain no '.', got {name!r}")
         self.__dict__.pop(name, None)
         self._buffers[name] = value if (value is None or isinstance(value, Tensor)) else Tensor(value)
-        if not persistent:
+        if persistent:
+            self._non_persistent.discard(name)
+        else:
             self._non_persistent.add(name)
 
     def add_module(self, name: str, module: "Module | None") -> None:
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module (adding {name!r})")
+        if "." in name or not name:
+            raise KeyError(f"module name must be non-empty and contain no '.', got {name!r}")
+        self.__dict__.pop(name, None)
         self._modules[name] = module
+
+    register_module = add_module
 
     # ---- traversal -----------------------------------------------------------
     def named_modules(self, prefix: str = "", memo: set | None = None) -> Iterator[tuple[str, "Module"]]:
@@ -143,22 +162,23 @@ class Module:
     def state_dict(self) -> "OrderedDict[str, Any]":
         """Parameter and persistent buffer arrays by dotted name (the arrays themselves, not copies).
 
-        Tied parameters appear under every name that owns them, as in torch.
+        Tied parameters (and modules registered twice) appear under every name
+        that owns them, as in torch.
         """
-        out: OrderedDict[str, Any] = OrderedDict()
-        for mname, mod in self.named_modules():
-            pre = f"{mname}." if mname else ""
-            for n, p in mod._parameters.items():
-                if p is not None:
-                    out[pre + n] = p.data
-            for n, b in mod._buffers.items():
-                if b is not None and n not in mod._non_persistent:
-                    out[pre + n] = b.data
-        return out
+        return OrderedDict((k, t.data) for k, t in self._state_tensors().items())
 
-    def _state_tensors(self) -> dict[str, Tensor]:
-        out = {}
-        for mname, mod in self.named_modules():
+    def _all_named_modules(self, prefix: str = ""):
+        """Every (name, module) pair, a shared module once per name (torch's state_dict walk)."""
+        stack = [(prefix, self)]
+        while stack:
+            name, mod = stack.pop()
+            yield name, mod
+            children = [(f"{name}.{n}" if name else n, m) for n, m in mod._modules.items() if m is not None]
+            stack.extend(reversed(children))
+
+    def _state_tensors(self) -> "OrderedDict[str, Tensor]":
+        out = OrderedDict()
+        for mname, mod in self._all_named_modules():
             pre = f"{mname}." if mname else ""
             for n, p in mod._parameters.items():
                 if p is not None:
@@ -223,8 +243,10 @@ class Module:
                 p.grad[...] = 0
 
     def apply(self, fn: Callable[["Module"], None]) -> "Module":
-        for m in reversed(list(self.modules())):  # children first, as torch
-            fn(m)
+        """fn(module) for every sub-module, children before parents (torch's post-order)."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
         return self
 
     def requires_grad_(self, mode: bool = True) -> "Module":

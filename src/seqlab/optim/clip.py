@@ -8,6 +8,8 @@ from seqlab.backend import xp_of
 
 def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False) -> float:
     """Scale all gradients together so their joint norm is at most `max_norm`; returns the norm before."""
+    if hasattr(parameters, "grad"):  # one tensor, as torch allows
+        parameters = [parameters]
     grads = [p.grad for p in parameters if p.grad is not None]
     if not grads:
         return 0.0
@@ -25,6 +27,9 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
 
 
 def clip_grad_value_(parameters, clip_value: float) -> None:
+    """Clamp every gradient entry to [−clip_value, clip_value], in place."""
+    if hasattr(parameters, "grad"):
+        parameters = [parameters]
     for p in parameters:
         if p.grad is not None:
             xp_of(p.grad).clip(p.grad, -clip_value, clip_value, out=p.grad)

@@ -10,15 +10,25 @@ from seqlab.optim.optimizer import Optimizer
 class LambdaLR:
     """Sets each group's lr to initial_lr · lr_lambda(step); step 0 is applied at construction."""
 
-    def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float], last_epoch: int = -1):
+    def __init__(self, optimizer: Optimizer, lr_lambda, last_epoch: int = -1):
+        """`lr_lambda`: one function of the step, or a list with one per parameter group (as torch)."""
+        n = len(optimizer.param_groups)
+        if isinstance(lr_lambda, (list, tuple)):
+            if len(lr_lambda) != n:
+                raise ValueError(f"expected {n} lr_lambdas (one per parameter group), got {len(lr_lambda)}")
+            self.lr_lambdas = list(lr_lambda)
+        else:
+            self.lr_lambdas = [lr_lambda] * n
         self.optimizer, self.lr_lambda = optimizer, lr_lambda
+        for g in optimizer.param_groups:
+            g.setdefault("initial_lr", g["lr"])
         self.last_epoch = last_epoch
         self.step()
 
     def step(self) -> None:
         self.last_epoch += 1
-        for g in self.optimizer.param_groups:
-            g["lr"] = g["initial_lr"] * self.lr_lambda(self.last_epoch)
+        for g, f in zip(self.optimizer.param_groups, self.lr_lambdas):
+            g["lr"] = g["initial_lr"] * f(self.last_epoch)
 
     def get_last_lr(self) -> list[float]:
         return [g["lr"] for g in self.optimizer.param_groups]

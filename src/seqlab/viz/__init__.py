@@ -11,6 +11,7 @@ nothing of autograd. Attention of ONE example is a list over layers of
 """
 from seqlab.viz._inputs import VizError
 from seqlab.viz.attention import AttentionView, attention_html
+from seqlab.viz.extract import ModelAttention, attention_kind, extract_attention  # noqa: F401  (models -> viewer)
 from seqlab.viz.grid import alignment_plot, attention_grid
 from seqlab.viz.heads import format_heads_table, head_stats, write_heads_csv
 from seqlab.viz.plots import line_plot, training_curves

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from seqlab.autograd.function import Function
 from seqlab.backend import xp_of
 
@@ -64,18 +66,81 @@ class ReLU(Function):
         return (grad * (out > 0),)
 
 
+# Numerical Recipes' Chebyshev fit of erfc (fractional error < 1.2e-7 in exact arithmetic)
+_NR_ERFC = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398,
+            1.48851587, -0.82215223, 0.17087277)
+_BLOCK = 1 << 16
+
+
+def normal_cdf(x):
+    """Φ(x) = ½(1 + erf(x/√2)), the standard normal CDF.
+
+    float64 (and CuPy) use SciPy's erf. float32 on NumPy uses the fast path
+    `normal_cdf_float32`, held to SciPy by a test (within float32 precision).
+    """
+    if x.dtype == np.float32 and xp_of(x) is np:
+        return normal_cdf_float32(x)
+    return 0.5 * (1 + erf(x / _SQRT_2))
+
+
+def normal_cdf_float32(x: np.ndarray) -> np.ndarray:
+    """Φ(x) in float32, ~2x faster than SciPy's float32 erf, relative error ~1e-5 in the far tail.
+
+    Plain formula: ½(1 + erf(x/√2)). Here Φ(−|x|) = ½·erfc(|x|/√2) with
+    erfc(z) = t·exp(−z² + P(t)), t = 1/(1 + z/2), P the degree-9 polynomial
+    of Numerical Recipes (6.2); Φ(|x|) = 1 − Φ(−|x|). Computed in blocks that
+    stay in cache, with the temporaries reused in place.
+    """
+    f = np.float32
+    out = np.empty_like(x)
+    fx, fo = x.reshape(-1), out.reshape(-1)
+    for start in range(0, fx.size, _BLOCK):
+        xb = fx[start:start + _BLOCK]
+        z = np.abs(xb)
+        z *= f(1 / _SQRT_2)                     # z = |x| / √2
+        t = z * f(0.5)
+        t += f(1)
+        np.reciprocal(t, out=t)                 # t = 1 / (1 + z/2)
+        p = t * f(_NR_ERFC[9])
+        for c in _NR_ERFC[8:0:-1]:              # Horner
+            p += f(c)
+            p *= t
+        p += f(_NR_ERFC[0])
+        z *= z
+        p -= z
+        np.exp(p, out=p)
+        p *= t
+        p *= f(0.5)                             # Φ(−|x|)
+        ob = fo[start:start + _BLOCK]
+        np.subtract(f(1), p, out=ob)            # Φ(|x|)
+        np.copyto(ob, p, where=xb < 0)
+    return out
+
+
 class GELU(Function):
-    """GELU(x) = x Φ(x); approximate='tanh' uses 0.5x(1 + tanh(√(2/π)(x + 0.044715x³)))."""
+    """GELU(x) = x Φ(x); approximate='tanh' uses 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))).
+
+    d/dx x Φ(x) = Φ(x) + x φ(x), φ(x) = e^(−x²/2)/√(2π).
+    """
 
     def forward(self, a, approximate="none"):
         xp = xp_of(a)
         self.approximate = approximate
         self.save_for_backward(a)
         if approximate == "tanh":
-            t = xp.tanh(_SQRT_2_OVER_PI * (a + 0.044715 * a * a * a))
+            f = a.dtype.type
+            t = xp.multiply(a, a, out=xp.empty_like(a))  # in place: t = tanh(√(2/π)(a + 0.044715a³))
+            t *= f(0.044715)
+            t += f(1)
+            t *= a
+            t *= f(_SQRT_2_OVER_PI)
+            xp.tanh(t, out=t)
             self.t = t
-            return 0.5 * a * (1 + t)
-        cdf = 0.5 * (1 + erf(a / _SQRT_2))
+            out = t + f(1)
+            out *= a
+            out *= f(0.5)
+            return out
+        cdf = normal_cdf(a)
         self.cdf = cdf
         return a * cdf
 
@@ -83,11 +148,29 @@ class GELU(Function):
         (x,) = self.saved
         xp = xp_of(x)
         if self.approximate == "tanh":
-            t = self.t
-            dinner = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
-            return (grad * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * dinner),)
-        pdf = _INV_SQRT_2PI * xp.exp(-0.5 * x * x)
-        return (grad * (self.cdf + x * pdf),)
+            # d/dx = ½(1 + t) + ½x(1 − t²)·√(2/π)(1 + 3·0.044715x²), in place in two temporaries
+            t, f = self.t, x.dtype.type
+            d = xp.multiply(x, x, out=xp.empty_like(x))
+            d *= f(3 * 0.044715 * _SQRT_2_OVER_PI)
+            d += f(_SQRT_2_OVER_PI)                # √(2/π)(1 + 3·0.044715x²)
+            s = xp.multiply(t, t, out=xp.empty_like(t))
+            xp.subtract(f(1), s, out=s)
+            s *= x
+            s *= d
+            s *= f(0.5)
+            xp.multiply(t, f(0.5), out=d)
+            d += f(0.5)
+            s += d
+            s *= grad
+            return (s,)
+        d = xp.multiply(x, x, out=xp.empty_like(x))  # in place from here: one temporary
+        d *= x.dtype.type(-0.5)
+        xp.exp(d, out=d)
+        d *= x.dtype.type(_INV_SQRT_2PI)   # φ(x)
+        d *= x
+        d += self.cdf                      # Φ(x) + x φ(x)
+        d *= grad
+        return (d,)
 
 
 class SiLU(Function):
@@ -99,3 +182,16 @@ class SiLU(Function):
     def backward(self, grad):
         a, s = self.saved
         return (grad * s * (1 + a * (1 - s)),)
+
+
+class LogSigmoid(Function):
+    """log σ(x) = min(x, 0) − log(1 + e^−|x|), finite for any x; d/dx = 1 − σ(x) = σ(−x)."""
+
+    def forward(self, a):
+        xp = xp_of(a)
+        self.save_for_backward(a)
+        return xp.minimum(a, 0) - xp.log1p(xp.exp(-xp.abs(a)))
+
+    def backward(self, grad):
+        (a,) = self.saved
+        return (grad * sigmoid_array(-a),)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from seqlab.autograd.function import Function
+from seqlab.autograd.function import Function, IndexGrad
 from seqlab.backend import xp_of
 
 
@@ -43,22 +43,18 @@ def _is_basic(index) -> bool:
 
 
 class GetItem(Function):
-    """a[index]; integer-array indices scatter-add their gradient (repeats accumulate)."""
+    """a[index]; integer-array indices scatter-add their gradient (repeats accumulate).
+
+    The gradient is handed to the engine as an `IndexGrad` (values + index),
+    which adds it into the input's gradient buffer in place.
+    """
 
     def forward(self, a, index):
-        self.shape, self.dtype, self.index = a.shape, a.dtype, index
+        self.shape, self.index = a.shape, index
         return a[index]
 
     def backward(self, grad):
-        xp = xp_of(grad)
-        out = xp.zeros(self.shape, dtype=grad.dtype)
-        if _is_basic(self.index):
-            out[self.index] = grad
-        elif xp is np:
-            np.add.at(out, self.index, grad)
-        else:  # pragma: no cover - CuPy spells it differently
-            xp.add.at(out, self.index, grad)
-        return (out,)
+        return (IndexGrad(self.shape, self.index, grad, _is_basic(self.index)),)
 
 
 class Cat(Function):
@@ -80,3 +76,20 @@ class Stack(Function):
     def backward(self, grad):
         xp = xp_of(grad)
         return tuple(xp.take(grad, i, axis=self.dim) for i in range(grad.shape[self.dim]))
+
+
+class Gather(Function):
+    """out[i][j][k] = a[i][index[i][j][k]][k] along `dim` (torch.gather); repeats scatter-add back."""
+
+    def forward(self, a, index, dim):
+        self.shape, self.index, self.dim = a.shape, index, dim
+        # torch lets index be smaller than `a` off `dim`; NumPy wants them to match: crop `a`
+        crop = tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(index.shape))
+        return xp_of(a).take_along_axis(a[crop], index, axis=dim)
+
+    def backward(self, grad):
+        xp = xp_of(grad)
+        # full coordinates: `index` along dim, the position itself along every other axis
+        coords = list(xp.indices(self.index.shape, sparse=True))
+        coords[self.dim] = self.index
+        return IndexGrad(self.shape, tuple(coords), grad, basic=False), None

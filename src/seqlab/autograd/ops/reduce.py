@@ -81,3 +81,23 @@ class Max(Function):
     def backward(self, grad):
         g = _expand_back(grad, self.shape, self.dims, self.keepdim)
         return (g * self.mask,)
+
+
+class MaxDim(Function):
+    """Max (or min) along one `dim` with its index, as torch.max(x, dim): the whole
+    gradient goes to the returned index (the first maximum), not split over ties."""
+
+    def forward(self, a, dim, keepdim=False, use_min=False):
+        xp = xp_of(a)
+        self.shape, self.dim = a.shape, dim % a.ndim
+        idx = xp.expand_dims(a.argmin(axis=self.dim) if use_min else a.argmax(axis=self.dim), self.dim)
+        self.idx = idx
+        out = xp.take_along_axis(a, idx, axis=self.dim)  # keepdim shape
+        return out if keepdim else out.squeeze(self.dim)
+
+    def backward(self, grad):
+        xp = xp_of(grad)
+        g = grad if grad.ndim == len(self.shape) else xp.expand_dims(grad, self.dim)
+        out = xp.zeros(self.shape, dtype=grad.dtype)
+        xp.put_along_axis(out, self.idx, g, axis=self.dim)
+        return (out,)

@@ -1,0 +1,146 @@
+"""Forward + backward of the core ops, seqlab vs PyTorch CPU eager, side by side.
+
+    python benchmarks/ops.py                              # print the table
+    python benchmarks/ops.py --results docs/results.md    # and record it there
+
+Transformer-like sizes: batch 32, sequence 64, d_model 256, 4 heads, vocab
+8,000, float32. Every op runs on the same inputs in both libraries and is
+pulled back with the same upstream gradient; see common.py for the timing.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+
+def _threads_from_argv(argv: list[str]) -> str | None:
+    """`--threads N` must act before NumPy loads its BLAS, so it is read from argv first."""
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--threads="):
+            return a.split("=", 1)[1]
+    return None
+
+
+_n = _threads_from_argv(sys.argv[1:])
+if _n is not None:
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = _n
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import compare, machine_info, markdown_table, match_threads, write_section  # noqa: E402
+
+B, T, D, H, V = 32, 64, 256, 4, 8000
+
+
+def _cases(rng: np.random.Generator):
+    """(name, shape text, seqlab fn, torch fn, input arrays, int inputs) for each op."""
+    import torch
+    import torch.nn.functional as TF
+
+    import seqlab.functional as F
+
+    f32 = np.float32
+    x = rng.standard_normal((B, T, D)).astype(f32)
+    w = (rng.standard_normal((D, 4 * D)) * 0.05).astype(f32)
+    scores = rng.standard_normal((B, H, T, T)).astype(f32)
+    logits = rng.standard_normal((B * T, V)).astype(f32)
+    target = rng.integers(0, V, B * T)
+    ln_w, ln_b = rng.standard_normal(D).astype(f32), rng.standard_normal(D).astype(f32)
+    hidden = rng.standard_normal((B, T, 4 * D)).astype(f32)
+    table = rng.standard_normal((V, D)).astype(f32)
+    ids = rng.integers(0, V, (B, T))
+    q, k, v = (rng.standard_normal((B, H, T, D // H)).astype(f32) for _ in range(3))
+    return [
+        ("matmul", f"({B}, {T}, {D}) @ ({D}, {4 * D})", lambda a, b: a @ b, lambda a, b: a @ b, [x, w], []),
+        ("softmax", f"({B}, {H}, {T}, {T}), dim -1", lambda s: F.softmax(s, -1), lambda s: TF.softmax(s, -1),
+         [scores], []),
+        ("log_softmax + cross_entropy", f"({B * T}, {V})", lambda z, t: F.cross_entropy(z, t),
+         lambda z, t: TF.cross_entropy(z, t), [logits], [target]),
+        ("layer_norm", f"({B}, {T}, {D})", lambda a, g, b: F.layer_norm(a, D, g, b),
+         lambda a, g, b: TF.layer_norm(a, (D,), g, b), [x, ln_w, ln_b], []),
+        ("gelu (erf)", f"({B}, {T}, {4 * D})", F.gelu, TF.gelu, [hidden], []),
+        ("gelu (tanh)", f"({B}, {T}, {4 * D})", lambda a: F.gelu(a, "tanh"), lambda a: TF.gelu(a, approximate="tanh"),
+         [hidden], []),
+        ("embedding", f"ids ({B}, {T}) into ({V}, {D})", lambda wt, i: F.embedding(i, wt),
+         lambda wt, i: TF.embedding(i, wt), [table], [ids]),
+        ("attention", f"q, k, v ({B}, {H}, {T}, {D // H})", F.scaled_dot_product_attention,
+         TF.scaled_dot_product_attention, [q, k, v], []),
+        ("attention (causal)", f"q, k, v ({B}, {H}, {T}, {D // H})",
+         lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True),
+         lambda a, b, c: TF.scaled_dot_product_attention(a, b, c, is_causal=True), [q, k, v], []),
+    ], torch
+
+
+def _runner_seqlab(fn, floats, ints, grad_out):
+    import seqlab
+
+    tensors = [seqlab.tensor(a, requires_grad=True) for a in floats]
+
+    def run():
+        for t in tensors:
+            t.grad = None
+        out = fn(*tensors, *ints)
+        out.backward(grad_out)
+    return run
+
+
+def _runner_torch(torch, fn, floats, ints, grad_out):
+    tensors = [torch.from_numpy(a.copy()).requires_grad_(True) for a in floats]
+    int_t = [torch.from_numpy(i) for i in ints]
+    g = torch.from_numpy(grad_out)
+
+    def run():
+        for t in tensors:
+            t.grad = None
+        out = fn(*tensors, *int_t)
+        out.backward(g)
+    return run
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=7, help="alternating timing rounds per op (default 7)")
+    p.add_argument("--only", default="", help="comma-separated op names (default: all)")
+    p.add_argument("--results", type=Path, default=None, help="write the table into this markdown file")
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads for both libraries (sets NumPy's BLAS before it loads; default: its own)")
+    args = p.parse_args(argv)
+    command = " ".join(["python benchmarks/ops.py"] + (argv if argv is not None else sys.argv[1:]))
+
+    threads = match_threads()
+    rng = np.random.default_rng(0)
+    cases, torch = _cases(rng)
+    wanted = {w.strip() for w in args.only.split(",") if w.strip()}
+    rows = []
+    for name, shape, fs, ft, floats, ints in cases:
+        if wanted and name not in wanted:
+            continue
+        with torch.no_grad():
+            out_shape = tuple(ft(*[torch.from_numpy(a) for a in floats], *[torch.from_numpy(i) for i in ints]).shape)
+        grad_out = rng.standard_normal(out_shape).astype(np.float32)
+        timing = compare(_runner_seqlab(fs, floats, ints, grad_out), _runner_torch(torch, ft, floats, ints, grad_out),
+                         rounds=args.rounds)
+        rows.append([name, shape, f"{timing.seqlab_s * 1e3:.2f}", f"{timing.torch_s * 1e3:.2f}",
+                     f"{timing.ratio:.2f}"])
+        print(f"{name:28s} seqlab {timing.seqlab_s * 1e3:8.2f} ms   torch {timing.torch_s * 1e3:8.2f} ms   "
+              f"ratio {timing.ratio:.2f}", file=sys.stderr)
+    info = machine_info(threads)
+    table = markdown_table(["op (forward + backward)", "shape", "seqlab ms", "torch ms", "seqlab / torch"], rows)
+    body = (f"Command: `{command}`\n\n"
+            f"Machine: {info['cpu']}, {info['cores']} cores, {info['threads']} threads for both libraries; "
+            f"Python {info['python']}, NumPy {info['numpy']} ({info['numpy_blas']}), torch {info['torch']}; "
+            f"{info['date']}. float32, medians of {args.rounds} alternating rounds.\n\n{table}\n")
+    print(body)
+    if args.results is not None:
+        write_section(args.results, "Ops: seqlab vs PyTorch", body)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,253 @@
+"""Attention viewer: seqlab attention TEXT [--pair TEXT_B] [--model DIR_OR_NAME] [--target TEXT] --out DIR.
+
+Runs a model on one text (or sentence pair) and writes into DIR:
+
+    attention.html     the interactive viewer (head view + model view), one offline file
+    attention.png      a layers x heads grid of heatmaps (encoder-decoders: the encoder's;
+                       attention_decoder.png and attention_cross.png hold the others)
+    layer_N.png        one larger image per layer (encoder-decoders: encoder_layer_N.png, ...)
+    alignment.png      Seq2Seq only: the source x target alignment
+    heads.csv          per layer and head: entropy, mean distance, dominant pattern
+
+and prints the per-head table. --model is "minilm" (the default, the
+pretrained all-MiniLM-L6-v2 BERT), a Hugging Face folder (config.json +
+model.safetensors + tokenizer files; BERT, GPT-2 or T5), a folder written by
+`seqlab train`, or a seqlab model folder (config.json of a TranslatorConfig,
+Seq2SeqConfig or ClassifierConfig + model.safetensors + tokenizer/).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+# seqlab model folders without a `model_type`: (module, config class, model class), tried in order.
+NATIVE_MODELS: tuple[tuple[str, str, str], ...] = (
+    ("seqlab.models.translator", "TranslatorConfig", "Translator"),
+    ("seqlab.models.seq2seq", "Seq2SeqConfig", "Seq2Seq"),
+    ("seqlab.models.classifier", "ClassifierConfig", "TransformerClassifier"),
+)
+TOKENIZER_DIR = "tokenizer"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("text", metavar="TEXT", help="the text to run the model on")
+    p.add_argument("--pair", metavar="TEXT_B", help="a second sentence (BERT-like encoders: segment B)")
+    p.add_argument("--model", default="minilm", metavar="DIR_OR_NAME",
+                   help="'minilm' (default), a Hugging Face folder, a seqlab run folder or model folder")
+    p.add_argument("--target", metavar="TEXT",
+                   help="the decoder's text for T5 / Translator / Seq2Seq (default: the model's greedy output)")
+    p.add_argument("--layers", nargs="+", metavar="N",
+                   help="layers to show: numbers, ranges and lists, e.g. 0 2-3 or 0,5 or -1 (default: all)")
+    p.add_argument("--out", required=True, type=Path, metavar="DIR", help="output folder (created)")
+    p.add_argument("--checkpoint", choices=("best", "latest"), default="best",
+                   help="for a run folder: the best weights seen in evaluation (default) or the latest")
+    p.add_argument("--title", help="title of the HTML page and the images")
+
+
+def run(args) -> int:
+    from seqlab.errors import ConfigError
+    from seqlab.viz.extract import extract_attention
+
+    for name, value in (("TEXT", args.text), ("--pair", args.pair), ("--target", args.target)):
+        if value is not None and not value.strip():
+            raise ConfigError(f"{name} is empty; give at least one word")
+    layers = parse_layers(args.layers) if args.layers else None
+    _make_folder(args.out)  # fail before the model loads
+    model, tokenizer, label = load_model(args.model, args.checkpoint)
+    att = extract_attention(model, tokenizer, args.text, args.pair, args.target, layers=layers)
+    title = args.title or f"{att.model_name} ({label})"
+    written, table = write_outputs(att, args.out, title)
+    print(table)
+    print(f"wrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written), file=sys.stderr)
+    return 0
+
+
+def parse_layers(specs: list[str]) -> list[int]:
+    """'0', '2-3', '0,5', '-1' (from the end) -> a list of layer numbers; ConfigError for anything else."""
+    from seqlab.errors import ConfigError
+
+    out: list[int] = []
+    for spec in specs:
+        for part in filter(None, (s.strip() for s in spec.split(","))):
+            if re.fullmatch(r"-?\d+", part):
+                out.append(int(part))
+            elif m := re.fullmatch(r"(\d+)-(\d+)", part):
+                a, b = int(m.group(1)), int(m.group(2))
+                if a > b:
+                    raise ConfigError(f"--layers range {part!r} runs backwards; write {b}-{a}")
+                out.extend(range(a, b + 1))
+            else:
+                raise ConfigError(f"--layers: {part!r} is not a layer number or range (e.g. 0 2-3 or -1)")
+    if not out:
+        raise ConfigError("--layers names no layer")
+    return out
+
+
+# ---------------------------------------------------------------- loading a model and its tokenizer
+
+def load_model(spec: str, checkpoint: str = "best") -> tuple[Any, Any, str]:
+    """(model in eval mode, tokenizer, a short label) for --model.
+
+    ``spec``: a known pretrained name ("minilm"), a Hugging Face folder (the
+    class from ``model_type`` via `seqlab.models.AutoModel`), a `seqlab train`
+    run folder (config.json with "task"; tokenizer from RUN_DIR/tokenizer or the
+    run's pretrained name), or a seqlab model folder (see `NATIVE_MODELS`).
+    """
+    from seqlab.errors import CheckpointError
+    from seqlab.hub import PRETRAINED_NAMES, read_config, resolve
+
+    path = Path(spec).expanduser()
+    if not path.is_dir():
+        if spec in PRETRAINED_NAMES:
+            return _load_hf(resolve(spec), spec)
+        known = ", ".join(sorted(PRETRAINED_NAMES))
+        raise CheckpointError(f"model folder {spec} does not exist (and {spec!r} is not a known pretrained "
+                              f"name: {known})")
+    if not (path / "config.json").is_file():
+        if (path / "checkpoints" / "latest").is_file():
+            return _load_run(path, checkpoint)
+        raise CheckpointError(f"{path} has no config.json: expected a Hugging Face model folder "
+                              f"(config.json + model.safetensors) or a seqlab run folder")
+    config = read_config(path)
+    if "task" in config and "config" in config:
+        return _load_run(path, checkpoint)
+    if "model_type" in config:
+        return _load_hf(path, path.name)
+    return _load_native(path, config)
+
+
+def _load_tokenizer(*candidates: Path | str) -> Any:
+    from seqlab.data import load_tokenizer
+    from seqlab.errors import CheckpointError
+
+    for c in candidates:
+        p = Path(c)
+        if p.is_dir() and any((p / f).is_file() for f in ("tokenizer.json", "vocab.txt", "vocab.json",
+                                                          "char_tokenizer.json")):
+            return load_tokenizer(p)
+    raise CheckpointError(f"no tokenizer found in {' or '.join(str(c) for c in candidates)} "
+                          f"(tokenizer.json, vocab.txt, vocab.json + merges.txt or char_tokenizer.json)")
+
+
+def _load_hf(folder: Path, label: str) -> tuple[Any, Any, str]:
+    from seqlab.hub import read_config
+    from seqlab.models.auto import AutoModel, model_class
+
+    model_class(read_config(folder))  # an unknown model_type fails here, before the weights are read
+    tok = _load_tokenizer(folder, folder / TOKENIZER_DIR)
+    return AutoModel.from_pretrained(folder), tok, label
+
+
+def _load_run(run_dir: Path, checkpoint: str) -> tuple[Any, Any, str]:
+    from seqlab.train.runs import load_run
+
+    run = load_run(run_dir, which=checkpoint)
+    cfg = run.record.get("config", {})
+    pretrained = cfg.get("pretrained") if isinstance(cfg, dict) else None
+    candidates: list[Path | str] = [run_dir / TOKENIZER_DIR]
+    if isinstance(pretrained, str):  # e.g. sst2-bert: the tokenizer of the model it fine-tunes
+        from seqlab.hub import resolve
+
+        candidates.append(resolve(pretrained))
+    return run.task.model, _load_tokenizer(*candidates), f"{run.task_name} run, {run.checkpoint} weights"
+
+
+def _load_native(folder: Path, config: dict) -> tuple[Any, Any, str]:
+    """A seqlab model folder: the config class whose fields cover config.json, weights from model.safetensors."""
+    import importlib
+
+    from seqlab.errors import CheckpointError
+    from seqlab.hub import read_weights
+
+    for module, config_name, model_name in NATIVE_MODELS:
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError:
+            continue
+        config_cls = getattr(mod, config_name)
+        fields = {f.name for f in dataclasses.fields(config_cls)}
+        required = {f.name for f in dataclasses.fields(config_cls)
+                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+        if set(config) <= fields and required <= set(config):
+            model = getattr(mod, model_name)(config_cls(**config))
+            model.load_state_dict(read_weights(folder))
+            model.eval()
+            return model, _load_tokenizer(folder / TOKENIZER_DIR, folder), f"{folder.name}"
+    raise CheckpointError(f"{folder / 'config.json'} has no model_type (not a Hugging Face folder), no task "
+                          f"(not a seqlab run) and does not match a TranslatorConfig, Seq2SeqConfig or "
+                          f"ClassifierConfig: unknown model type")
+
+
+# ---------------------------------------------------------------- writing the files
+
+def write_outputs(att: Any, out: Path, title: str) -> tuple[list[Path], str]:
+    """Write the viewer, the PNGs and heads.csv for a `ModelAttention`; return (paths, printed table)."""
+    from seqlab.viz import alignment_plot, attention_grid, attention_html, format_heads_table, head_stats, \
+        write_heads_csv
+
+    _make_folder(out)
+    all_layers = att.layers == list(range(len(att.layers)))
+    # The viewer numbers the layers it is given from 0; say which model layers they are.
+    note = "" if all_layers else f" (shown: layers {', '.join(map(str, att.layers))})"
+    written = [attention_html(**att.view_kwargs(), title=title + note).save(out / "attention.html")]
+    stacks = att.stacks()
+    rows: list[dict] = []
+    tables: list[str] = []
+    for i, (name, stack) in enumerate(stacks.items()):
+        queries, keys = att.queries_keys(name)
+        prefix = "" if name == "self" else f"{name}_"
+        grid = out / ("attention.png" if i == 0 else f"attention_{name}.png")
+        heading = title if name == "self" else f"{title} \u2014 {name}"
+        tmp = out / f".layers-{os.getpid()}"
+        paths = attention_grid(stack, keys, grid, target_tokens=None if queries is keys else queries,
+                               per_layer_dir=tmp, title=heading + note)
+        written.append(paths[0])
+        for layer, p in zip(att.layers, paths[1:]):  # file names carry the model's layer numbers
+            dest = out / f"{prefix}layer_{layer}.png"
+            os.replace(p, dest)
+            written.append(dest)
+        shutil.rmtree(tmp, ignore_errors=True)
+        if name == "cross":
+            continue  # head patterns (previous token, [SEP], ...) are defined for self-attention
+        stats = head_stats(stack, keys)
+        for r in stats:
+            r["layer"] = att.layers[r["layer"]]
+            if name != "self":
+                r["stack"] = name
+        rows += stats
+        tables.append((f"{name} self-attention\n" if name != "self" else "") + format_heads_table(stats))
+    if att.kind == "seq2seq":
+        weights = stacks["cross"][0][0]  # (T_tgt, T_src)
+        written.append(alignment_plot(weights, att.tokens, att.target_tokens, out / "alignment.png", title=title))
+        tables.append(_alignment_table(weights, att.tokens, att.target_tokens))
+    if rows:
+        written.append(write_heads_csv(rows, out / "heads.csv"))
+    return written, "\n\n".join(tables)
+
+
+def _make_folder(out: Path) -> None:
+    from seqlab.errors import CheckpointError
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CheckpointError(f"cannot create the output folder {out}: {e.strerror or e}") from None
+
+
+def _alignment_table(weights: Any, src: list[str], tgt: list[str]) -> str:
+    """For each decoder step: the source token it attends to most, and that weight."""
+    import numpy as np
+
+    w = np.asarray(weights, dtype=np.float64)  # (T_tgt, T_src)
+    width = max(len(t) for t in tgt)
+    lines = ["decoder input".ljust(width) + "  most attended source token (weight)"]
+    for t, row in zip(tgt, w):
+        j = int(row.argmax())
+        lines.append(f"{t.ljust(width)}  {src[j]} ({row[j]:.3f})")
+    return "\n".join(lines)

@@ -1,0 +1,189 @@
+"""Q5: what does attention cost as the sequence grows, and what do the O(T)-memory variants buy?
+
+For T = 128 … 16,384 (one head, d = 64, float32, batch 1) it times forward +
+backward and measures peak memory with `tracemalloc` (NumPy reports its
+array allocations to it) for:
+
+- plain attention (`F.scaled_dot_product_attention`): O(T²) time and memory;
+- memory-efficient attention (`nn.efficient_attention`, key/value chunks with
+  an online softmax): O(T²) time, O(T) extra memory;
+- causal sliding-window attention (each query sees the last `window` keys):
+  O(T · window) time and O(T) memory.
+
+The fitted exponent is the slope of log(cost) against log(T) over the points
+with T >= 1024 (where fixed overheads no longer dominate).
+Settings (``--set key=value``): max_len, window, chunk, max_plain_gib (plain
+attention is skipped where its estimated memory exceeds this), repeats.
+"""
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import time
+import tracemalloc
+
+import numpy as np
+
+DESCRIPTION = "time and peak memory of attention (plain, memory-efficient, sliding-window) as T grows"
+METHODS = ("plain", "memory-efficient", "sliding-window")
+
+
+def _attention_fn(method: str, window: int, chunk: int):
+    from seqlab import functional as F
+    from seqlab.nn.efficient_attention import memory_efficient_attention, sliding_window_attention
+
+    if method == "plain":
+        return lambda q, k, v: F.scaled_dot_product_attention(q, k, v)
+    if method == "memory-efficient":
+        return lambda q, k, v: memory_efficient_attention(q, k, v, chunk_size=chunk)
+    return lambda q, k, v: sliding_window_attention(q, k, v, window=window, causal=True, chunk_size=min(chunk, window))
+
+
+def measure(method: str, T: int, d: int = 64, window: int = 256, chunk: int = 1024, seed: int = 0,
+            repeats: int = 1) -> dict:
+    """Seconds (best of `repeats`, untraced) and peak traced bytes (one traced run) of forward + backward at T.
+
+    Inputs are allocated before tracing, so the peak is what attention itself adds.
+    Timing runs without tracemalloc, whose bookkeeping would slow every allocation.
+    """
+    import seqlab
+
+    rng = np.random.default_rng(seed)
+    q, k, v, g = (rng.standard_normal((1, T, d), dtype=np.float32) for _ in range(4))  # (1, T, d)
+    fn = _attention_fn(method, window, chunk)
+
+    def once() -> float:
+        tq, tk, tv = (seqlab.tensor(x, requires_grad=True) for x in (q, k, v))
+        t0 = time.perf_counter()
+        fn(tq, tk, tv).backward(g)  # (1, T, d) out, then gradients for q, k, v
+        return time.perf_counter() - t0
+
+    seconds = min(once() for _ in range(repeats))
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    once()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {"seconds": seconds, "peak_bytes": int(peak)}
+
+
+def plain_estimate_bytes(T: int) -> int:
+    """About five float32 (T, T) arrays live at once in plain attention's forward + backward."""
+    return 5 * 4 * T * T
+
+
+def fit_exponent(ts, ys, min_t: int = 1024) -> float | None:
+    """Slope of log y against log T over T >= min_t (None with fewer than two such points)."""
+    pts = [(t, y) for t, y in zip(ts, ys) if t >= min_t and y > 0]
+    if len(pts) < 2:
+        pts = [(t, y) for t, y in zip(ts, ys) if y > 0][-3:]
+    if len(pts) < 2:
+        return None
+    x = np.log([p[0] for p in pts])
+    y = np.log([p[1] for p in pts])
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def run(out_dir: pathlib.Path, args) -> dict:
+    opts = dict(getattr(args, "options", None) or {})
+    quick = bool(getattr(args, "quick", False))
+    max_len = int(opts.get("max_len", 1024 if quick else 16384))
+    window = int(opts.get("window", 64 if quick else 256))
+    chunk = int(opts.get("chunk", 256 if quick else 1024))
+    max_plain = float(opts.get("max_plain_gib", 2.0)) * 2**30
+    repeats = int(opts.get("repeats", 1))
+    d = int(opts.get("head_dim", 64))
+    lengths = [128 * 2**i for i in range(int(math.log2(max_len // 128)) + 1)] if max_len >= 128 else [max_len]
+    rows = []
+    for T in lengths:
+        for method in METHODS:
+            if method == "plain" and plain_estimate_bytes(T) > max_plain:
+                rows.append({"T": T, "method": method, "seconds": None, "peak_bytes": None,
+                             "skipped": f"estimated {plain_estimate_bytes(T) / 2**30:.1f} GiB > max_plain_gib"})
+                continue
+            rows.append({"T": T, "method": method,
+                         **measure(method, T, d, window, chunk, getattr(args, "seed", 0), repeats)})
+    summary = {}
+    for method in METHODS:
+        done = [r for r in rows if r["method"] == method and r["seconds"] is not None]
+        ts = [r["T"] for r in done]
+        summary[method] = {
+            "time_exponent": fit_exponent(ts, [r["seconds"] for r in done]),
+            "memory_exponent": fit_exponent(ts, [r["peak_bytes"] for r in done]),
+            "largest_T": max(ts) if ts else None,
+            "peak_MiB_at_largest_T": done[-1]["peak_bytes"] / 2**20 if done else None,
+        }
+    table = _table(rows, summary)
+    results = {"settings": {"head_dim": d, "window": window, "chunk": chunk, "dtype": "float32", "batch": 1,
+                            "heads": 1, "max_plain_gib": max_plain / 2**30, "quick": quick},
+               "rows": rows, "summary": summary, "table": table}
+    _plots(out_dir, rows)
+    (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out_dir / "report.md").write_text(_report(results))
+    return results
+
+
+def _table(rows, summary) -> str:
+    lines = [f"{'T':>6}  {'method':<17} {'seconds':>9} {'peak MiB':>9}"]
+    for r in rows:
+        if r["seconds"] is None:
+            lines.append(f"{r['T']:>6}  {r['method']:<17} {'skipped':>9} {'':>9}  ({r['skipped']})")
+        else:
+            lines.append(f"{r['T']:>6}  {r['method']:<17} {r['seconds']:>9.4f} {r['peak_bytes'] / 2**20:>9.1f}")
+    lines.append("")
+    for m, s in summary.items():
+        te = "n/a" if s["time_exponent"] is None else f"{s['time_exponent']:.2f}"
+        me = "n/a" if s["memory_exponent"] is None else f"{s['memory_exponent']:.2f}"
+        lines.append(f"{m:<17} time ~ T^{te}, memory ~ T^{me}")
+    return "\n".join(lines)
+
+
+def _plots(out_dir: pathlib.Path, rows) -> None:
+    from seqlab.viz.plots import line_plot
+
+    for key, name, label, scale in (("seconds", "time.png", "seconds (forward + backward)", 1.0),
+                                    ("peak_bytes", "memory.png", "peak traced memory (MiB)", 2.0**-20)):
+        series = {}
+        for m in METHODS:
+            done = [r for r in rows if r["method"] == m and r[key] is not None and r[key] > 0]
+            if done:
+                series[m] = ([math.log2(r["T"]) for r in done], [r[key] * scale for r in done])
+        line_plot(series, out_dir / name, title=f"attention cost: {label}", xlabel="log2 T", ylabel=label, logy=True)
+
+
+def _report(results: dict) -> str:
+    s, summ = results["settings"], results["summary"]
+    def exp(m, k):
+        v = summ[m][k]
+        return "n/a" if v is None else f"{v:.2f}"
+    eff = summ["memory-efficient"]
+    return f"""# Attention cost (Q5)
+
+One head, d = {s['head_dim']}, float32, batch 1, forward + backward; peak memory from `tracemalloc`
+(inputs allocated before tracing). Memory-efficient chunk {s['chunk']}, sliding window {s['window']} (causal).
+Reproduce: `seqlab experiment attention-cost --out DIR`{' --quick' if s['quick'] else ''}.
+
+```
+{results['table']}
+```
+
+![time](time.png) ![memory](memory.png)
+
+## Reading
+
+- **Plain attention** materialises the (T, T) scores and weights: time ~ T^{exp('plain', 'time_exponent')}
+  and memory ~ T^{exp('plain', 'memory_exponent')} (2 is quadratic). At T = 16,384 one float32 (T, T) matrix
+  is 1 GiB and backward needs several, so it is skipped above {s['max_plain_gib']:.1f} GiB estimated.
+- **Memory-efficient attention** does the same arithmetic (time ~ T^{exp('memory-efficient', 'time_exponent')})
+  but holds only chunk × chunk scores: memory ~ T^{exp('memory-efficient', 'memory_exponent')};
+  at T = {eff['largest_T']} it peaked at {(eff['peak_MiB_at_largest_T'] or 0):.1f} MiB. It recomputes the
+  weights in backward, so it is a little slower than plain attention where plain fits in memory.
+- **Sliding-window attention** changes the model: each token sees only the last {s['window']} tokens, so both
+  time (~ T^{exp('sliding-window', 'time_exponent')}) and memory grow linearly.
+
+When to use which: plain attention while T² fits comfortably (short sequences, and whenever the weights
+themselves are wanted, e.g. for the attention viewer); memory-efficient attention for long sequences
+when every token must see every other (exact same outputs); sliding windows when locality is a fair
+assumption and T is very long (stacking L layers still gives a receptive field of L × window).
+"""

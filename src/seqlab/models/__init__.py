@@ -1,0 +1,6 @@
+"""Models built from `seqlab.nn`: the chapter's TransformerModel, classifiers, translators, BERT, GPT, T5."""
+from seqlab.models.transformer_model import TransformerModel
+from seqlab.models.classifier import ClassifierConfig, TransformerClassifier
+from seqlab.models.translator import Translator, TranslatorConfig
+from seqlab.models.auto import (AutoModel, BertConfig, BertForMaskedLM, BertForSequenceClassification, BertModel,  # noqa: F401
+                                GPT, GPTConfig, GPTForSequenceClassification, T5Config, T5ForConditionalGeneration)

@@ -1,0 +1,74 @@
+"""`AutoModel.from_pretrained(folder)`: the seqlab class for a Hugging Face folder.
+
+The class is chosen by ``model_type`` and, within it, by the first entry of
+``architectures`` (the head); a folder without ``architectures`` gets the
+family's default. The table is data (module and class names as strings);
+the classes are also re-exported here for `seqlab.models`.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+
+from seqlab.errors import CheckpointError
+from seqlab.hub.pretrained import read_config, resolve
+from seqlab.models.bert import BertConfig, BertForMaskedLM, BertForSequenceClassification, BertModel
+from seqlab.models.gpt import GPT, GPTConfig, GPTForSequenceClassification
+from seqlab.models.t5 import T5Config, T5ForConditionalGeneration
+
+__all__ = ["AutoModel", "model_class", "BertConfig", "BertModel", "BertForMaskedLM", "BertForSequenceClassification",
+           "GPTConfig", "GPT", "GPTForSequenceClassification", "T5Config", "T5ForConditionalGeneration"]
+
+# model_type -> (module, {HF architecture: seqlab class}, default class)
+MODELS: dict[str, tuple[str, dict[str, str], str]] = {
+    "bert": ("seqlab.models.bert", {
+        "BertModel": "BertModel",
+        "BertForMaskedLM": "BertForMaskedLM",
+        "BertForPreTraining": "BertForMaskedLM",
+        "BertForSequenceClassification": "BertForSequenceClassification",
+    }, "BertModel"),
+    "gpt2": ("seqlab.models.gpt", {
+        "GPT2LMHeadModel": "GPT",
+        "GPT2Model": "GPT",
+        "GPT2ForSequenceClassification": "GPTForSequenceClassification",
+    }, "GPT"),
+    "t5": ("seqlab.models.t5", {
+        "T5ForConditionalGeneration": "T5ForConditionalGeneration",
+        "T5Model": "T5ForConditionalGeneration",
+        "T5WithLMHeadModel": "T5ForConditionalGeneration",
+    }, "T5ForConditionalGeneration"),
+}
+
+
+def model_class(config: dict):
+    """The seqlab class for a `config.json` dict."""
+    mt = config.get("model_type")
+    if mt not in MODELS:
+        raise CheckpointError(f"unknown model_type {mt!r}; seqlab reads {', '.join(sorted(MODELS))}")
+    module, by_arch, default = MODELS[mt]
+    archs = config.get("architectures") or []
+    name = by_arch.get(archs[0], None) if archs else default
+    if name is None:
+        raise CheckpointError(f"architecture {archs[0]!r} of model_type {mt!r} is not supported; "
+                              f"seqlab has {', '.join(sorted(by_arch))}")
+    return getattr(importlib.import_module(module), name)
+
+
+class AutoModel:
+    """Not instantiated: ``AutoModel.from_pretrained(folder_or_name, **kwargs)``."""
+
+    def __init__(self):
+        raise TypeError("use AutoModel.from_pretrained(folder)")
+
+    @staticmethod
+    def from_pretrained(name_or_path: str | os.PathLike, **kwargs):
+        """Read config.json, pick the class, and call its `from_pretrained` (same keyword arguments)."""
+        folder = resolve(name_or_path)
+        cls = model_class(read_config(folder))
+        return cls.from_pretrained(folder, **kwargs)
+
+    @staticmethod
+    def from_config(config: dict):
+        """A freshly initialised model for a `config.json`-style dict."""
+        cls = model_class(config)
+        return cls(cls.config_class.from_dict({k: v for k, v in config.items() if k != "architectures"}))

@@ -1,0 +1,326 @@
+"""BERT (Devlin et al., 2019; the chapter's 7.5.1): a post-LN Transformer encoder.
+
+Parameter names are those of transformers' `modeling_bert.py` (they are the
+checkpoint contract), so a Hugging Face folder loads without a mapping:
+
+    model = BertModel.from_pretrained("minilm")          # all-MiniLM-L6-v2, bundled
+    out = model(ids, attention_mask=mask)                # out.last_hidden_state (B, T, 384)
+
+Each layer: h = LN(h + Dropout(MHA(h))); h = LN(h + Dropout(W₂ GELU(W₁ h))) —
+normalisation after the residual sum ("post-LN"), exact erf GELU.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from seqlab import functional as F
+from seqlab import nn
+from seqlab.autograd.tensor import Tensor
+from seqlab.hub import keymap
+from seqlab.hub.config import HFConfig, activation
+from seqlab.hub.pretrained import PreTrainedModel
+from seqlab.models.outputs import BaseModelOutput, MaskedLMOutput, SequenceClassifierOutput, classification_loss
+
+
+@dataclass
+class BertConfig(HFConfig):
+    """The fields of transformers' BertConfig (config.json), with its defaults (bert-base)."""
+
+    model_type: ClassVar[str] = "bert"
+
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"                  # exact erf GELU
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2                  # segment A / B
+    initializer_range: float = 0.02           # std of the normal init
+    layer_norm_eps: float = 1e-12
+    pad_token_id: int | None = 0
+    position_embedding_type: str = "absolute"
+    classifier_dropout: float | None = None   # None: hidden_dropout_prob
+    num_labels: int = 2                       # BertForSequenceClassification
+    problem_type: str | None = None
+    tie_word_embeddings: bool = True          # MLM decoder shares the word embeddings
+
+    def __post_init__(self):
+        self._positive("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                       "intermediate_size", "max_position_embeddings", "type_vocab_size", "num_labels")
+        self._divisible("hidden_size", "num_attention_heads")
+        self._probability("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout")
+        activation(self.hidden_act)
+        self._one_of("position_embedding_type", {"absolute"})
+        self._problem_type()
+
+
+def _ids(x) -> np.ndarray:
+    arr = x.data if isinstance(x, Tensor) else np.asarray(x)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"token ids must be integers, got dtype {arr.dtype}")
+    return arr.astype(np.int64, copy=False)
+
+
+class BertEmbeddings(nn.Module):
+    """word + position + token-type embeddings, then LayerNorm and dropout: (B, T) -> (B, T, C)."""
+
+    def __init__(self, c: BertConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(c.vocab_size, c.hidden_size, padding_idx=c.pad_token_id)
+        self.position_embeddings = nn.Embedding(c.max_position_embeddings, c.hidden_size)
+        self.token_type_embeddings = nn.Embedding(c.type_vocab_size, c.hidden_size)
+        self.LayerNorm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
+        self.dropout = nn.Dropout(c.hidden_dropout_prob)
+        self.max_positions = c.max_position_embeddings
+
+    def forward(self, input_ids: np.ndarray, token_type_ids: np.ndarray | None = None) -> Tensor:
+        B, T = input_ids.shape
+        if T > self.max_positions:
+            raise ValueError(f"input has {T} tokens but the model has {self.max_positions} positions; truncate it")
+        if token_type_ids is None:
+            token_type_ids = np.zeros((B, T), dtype=np.int64)
+        h = (self.word_embeddings(input_ids) + self.position_embeddings(np.arange(T))  # (B, T, C)
+             + self.token_type_embeddings(token_type_ids))
+        return self.dropout(self.LayerNorm(h))
+
+
+class BertSelfAttention(nn.Module):
+    """softmax(Q Kᵀ / √d) V over H heads (the chapter's eq. for multi-head attention)."""
+
+    def __init__(self, c: BertConfig):
+        super().__init__()
+        self.num_heads = c.num_attention_heads
+        self.head_dim = c.hidden_size // c.num_attention_heads
+        self.query = nn.Linear(c.hidden_size, c.hidden_size)
+        self.key = nn.Linear(c.hidden_size, c.hidden_size)
+        self.value = nn.Linear(c.hidden_size, c.hidden_size)
+        self.dropout_p = c.attention_probs_dropout_prob
+
+    def forward(self, h: Tensor, mask) -> tuple[Tensor, Tensor]:
+        """h (B, T, C); mask bool (B, 1, 1, T), True = may attend. Returns (B, T, C) and weights (B, H, T, T)."""
+        B, T, C = h.shape
+        H, D = self.num_heads, self.head_dim
+        q = self.query(h).reshape(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
+        k = self.key(h).reshape(B, T, H, D).transpose(1, 2)    # (B, H, T, D)
+        v = self.value(h).reshape(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
+        out, w = F.attention(q, k, v, attn_mask=mask, dropout_p=self.dropout_p if self.training else 0.0,
+                             training=self.training)
+        return out.transpose(1, 2).reshape(B, T, C), w          # (B, T, C)
+
+
+class BertSelfOutput(nn.Module):
+    """Post-LN residual: LN(x + Dropout(W h))."""
+
+    def __init__(self, c: BertConfig, d_in: int):
+        super().__init__()
+        self.dense = nn.Linear(d_in, c.hidden_size)
+        self.LayerNorm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
+        self.dropout = nn.Dropout(c.hidden_dropout_prob)
+
+    def forward(self, h: Tensor, residual: Tensor) -> Tensor:
+        return self.LayerNorm(self.dropout(self.dense(h)) + residual)
+
+
+BertOutput = BertSelfOutput  # the feed-forward's output block has the same shape of computation
+
+
+class BertAttention(nn.Module):
+    def __init__(self, c: BertConfig):
+        super().__init__()
+        self.self = BertSelfAttention(c)
+        self.output = BertSelfOutput(c, c.hidden_size)
+
+    def forward(self, h: Tensor, mask) -> tuple[Tensor, Tensor]:
+        a, w = self.self(h, mask)
+        return self.output(a, h), w
+
+
+class BertIntermediate(nn.Module):
+    def __init__(self, c: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(c.hidden_size, c.intermediate_size)
+        self.act = activation(c.hidden_act)
+
+    def forward(self, h: Tensor) -> Tensor:
+        return self.act(self.dense(h))  # (B, T, intermediate_size)
+
+
+class BertLayer(nn.Module):
+    def __init__(self, c: BertConfig):
+        super().__init__()
+        self.attention = BertAttention(c)
+        self.intermediate = BertIntermediate(c)
+        self.output = BertOutput(c, c.intermediate_size)
+
+    def forward(self, h: Tensor, mask) -> tuple[Tensor, Tensor]:
+        h, w = self.attention(h, mask)
+        return self.output(self.intermediate(h), h), w
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, c: BertConfig):
+        super().__init__()
+        self.layer = nn.ModuleList([BertLayer(c) for _ in range(c.num_hidden_layers)])
+
+
+class BertPooler(nn.Module):
+    """tanh(W h_[CLS]): (B, T, C) -> (B, C), the sentence vector of the NSP head."""
+
+    def __init__(self, c: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(c.hidden_size, c.hidden_size)
+
+    def forward(self, h: Tensor) -> Tensor:
+        return F.tanh(self.dense(h[:, 0]))
+
+
+def _init_weights(model: nn.Module, std: float) -> None:
+    """transformers' init: N(0, std) for Linear and Embedding weights, zero biases, LN = (1, 0)."""
+    for m in model.modules():
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, 0.0, std)
+            if isinstance(m, nn.Embedding) and m.padding_idx is not None:
+                m.weight.data[m.padding_idx] = 0
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+
+class BertPreTrained(PreTrainedModel):
+    config_class = BertConfig
+    keymap = keymap.BERT
+
+
+class BertModel(nn.Module, BertPreTrained):
+    """The encoder: ids (B, T) -> last_hidden_state (B, T, C) and pooler_output (B, C)."""
+
+    hf_architecture = "BertModel"
+    head_prefixes = ("pooler.",)  # a file from a head model (MLM) has no pooler: it keeps its fresh init
+
+    def __init__(self, config: BertConfig, add_pooling_layer: bool = True):
+        super().__init__()
+        self.config = config
+        self.embeddings = BertEmbeddings(config)
+        self.encoder = BertEncoder(config)
+        self.pooler = BertPooler(config) if add_pooling_layer else None
+        _init_weights(self, config.initializer_range)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions: bool = False,
+                output_hidden_states: bool = False) -> BaseModelOutput:
+        """input_ids (B, T) ints; attention_mask (B, T), 1 = real token, 0 = padding (HF convention);
+        token_type_ids (B, T): 0 for sentence A, 1 for sentence B."""
+        ids = _ids(input_ids)
+        if ids.ndim != 2:
+            raise ValueError(f"input_ids must be (batch, time), got shape {ids.shape}")
+        tt = None if token_type_ids is None else _ids(token_type_ids)
+        mask = None
+        if attention_mask is not None:
+            am = _ids(attention_mask)
+            if am.shape != ids.shape:
+                raise ValueError(f"attention_mask has shape {am.shape} but input_ids {ids.shape}")
+            mask = (am != 0)[:, None, None, :]  # (B, 1, 1, T): True = may attend
+        h = self.embeddings(ids, tt)
+        attentions, hidden = [], [h]
+        for layer in self.encoder.layer:
+            h, w = layer(h, mask)
+            attentions.append(w)
+            hidden.append(h)
+        pooled = self.pooler(h) if self.pooler is not None else None
+        return BaseModelOutput(last_hidden_state=h, pooler_output=pooled,
+                               hidden_states=tuple(hidden) if output_hidden_states else None,
+                               attentions=tuple(attentions) if output_attentions else None)
+
+
+class BertPredictionHeadTransform(nn.Module):
+    def __init__(self, c: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(c.hidden_size, c.hidden_size)
+        self.act = activation(c.hidden_act)
+        self.LayerNorm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
+
+    def forward(self, h: Tensor) -> Tensor:
+        return self.LayerNorm(self.act(self.dense(h)))
+
+
+class BertLMPredictionHead(nn.Module):
+    """LN(GELU(W h)) then scores against every word embedding (tied): (B, T, C) -> (B, T, V)."""
+
+    def __init__(self, c: BertConfig):
+        super().__init__()
+        self.transform = BertPredictionHeadTransform(c)
+        self.decoder = nn.Linear(c.hidden_size, c.vocab_size)
+        self.bias = nn.Parameter(np.zeros(c.vocab_size, dtype=np.float32))
+        self.decoder.bias = self.bias
+
+    def forward(self, h: Tensor) -> Tensor:
+        return self.decoder(self.transform(h))
+
+
+class BertOnlyMLMHead(nn.Module):
+    def __init__(self, c: BertConfig):
+        super().__init__()
+        self.predictions = BertLMPredictionHead(c)
+
+
+class BertForMaskedLM(nn.Module, BertPreTrained):
+    """Masked language model (the chapter's MLM objective): logits (B, T, V), loss on labels != -100."""
+
+    hf_architecture = "BertForMaskedLM"
+    head_prefixes = ("cls.",)
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config, add_pooling_layer=False)
+        self.cls = BertOnlyMLMHead(config)
+        _init_weights(self.cls, config.initializer_range)
+        if config.tie_word_embeddings:
+            self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
+
+    def _untie(self, alias: str) -> None:
+        dec = self.cls.predictions.decoder
+        if alias.endswith("decoder.weight"):
+            dec.weight = nn.Parameter(dec.weight.data.copy())
+            self.config.tie_word_embeddings = False
+        else:
+            dec.bias = nn.Parameter(dec.bias.data.copy())
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions: bool = False,
+                labels=None) -> MaskedLMOutput:
+        out = self.bert(input_ids, attention_mask, token_type_ids, output_attentions)
+        logits = self.cls.predictions(out.last_hidden_state)  # (B, T, V)
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), _ids(labels).reshape(-1))
+        return MaskedLMOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state,
+                              attentions=out.attentions)
+
+
+class BertForSequenceClassification(nn.Module, BertPreTrained):
+    """Pooled [CLS] -> Dropout -> Linear: logits (B, num_labels)."""
+
+    hf_architecture = "BertForSequenceClassification"
+    head_prefixes = ("classifier.",)
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.num_labels = config.num_labels
+        self.bert = BertModel(config)
+        p = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
+        self.dropout = nn.Dropout(p)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        _init_weights(self.classifier, config.initializer_range)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions: bool = False,
+                labels=None) -> SequenceClassifierOutput:
+        out = self.bert(input_ids, attention_mask, token_type_ids, output_attentions)
+        logits = self.classifier(self.dropout(out.pooler_output))  # (B, num_labels)
+        loss = None if labels is None else classification_loss(logits, labels, self.config.problem_type)
+        return SequenceClassifierOutput(loss=loss, logits=logits, attentions=out.attentions)
+

@@ -1,0 +1,295 @@
+"""Text generation for GPT (decoder-only) and T5 (encoder-decoder), with a key/value cache.
+
+    out = generate(gpt, ids, mask, max_new_tokens=20)                         # greedy
+    out = generate(gpt, ids, mask, do_sample=True, top_k=50, top_p=0.9, seed=0)
+    out = generate(t5, src_ids, src_mask, num_beams=4)                        # beam search
+
+Decoding follows transformers' `generate` so the tokens are the same:
+scores are taken in float32; sampling applies temperature, then top-k, then
+top-p; a row that emits an end token is padded afterwards and decoding stops
+when every row has ended; prompts in a batch are left-padded and their
+position ids come from the attention mask (cumsum − 1), as transformers does.
+
+With the cache (default), the prompt is run once and each later step feeds
+only the new token: every layer appends its key/value to the cache and
+attends over it, so a token costs the same at position 1000 as at 10, apart
+from the O(T) attention itself. T5 runs its encoder once and reuses its
+keys/values in every cross-attention.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from seqlab.autograd.function import no_grad
+from seqlab.autograd.tensor import Tensor
+from seqlab.models.outputs import EncoderDecoderCache, KVCache
+
+
+def _ids(x) -> np.ndarray:
+    arr = x.data if isinstance(x, Tensor) else np.asarray(x)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"token ids must be integers, got dtype {arr.dtype}")
+    return arr.astype(np.int64)
+
+
+def _eos_list(eos) -> list[int]:
+    if eos is None:
+        return []
+    return [int(e) for e in (eos if isinstance(eos, (list, tuple, np.ndarray)) else [eos])]
+
+
+# ---- one decoding step per model family --------------------------------------------------
+class _CausalStepper:
+    """GPT: feeds the prompt once, then one token per step; tracks mask and position ids."""
+
+    def __init__(self, model, ids: np.ndarray, mask: np.ndarray, use_cache: bool):
+        self.model, self.use_cache = model, use_cache
+        self.mask = mask
+        self.positions = np.where(mask == 0, 0, mask.cumsum(-1) - 1)  # (B, T): left padding starts at 0
+        self.cache = KVCache() if use_cache else None
+        self.prompt_len = ids.shape[1]
+
+    def logits(self, seqs: np.ndarray) -> np.ndarray:
+        """Next-token scores (N, V) for the running sequences (N, T_cur)."""
+        if seqs.shape[1] > self.mask.shape[1]:  # a token was appended since the last call
+            n = seqs.shape[1] - self.mask.shape[1]
+            self.mask = np.concatenate([self.mask, np.ones((seqs.shape[0], n), dtype=self.mask.dtype)], 1)
+            last = self.positions[:, -1:]
+            self.positions = np.concatenate([self.positions, last + np.arange(1, n + 1)[None, :]], 1)
+        if self.cache is not None:
+            seen = self.cache.get_seq_length()
+            out = self.model(seqs[:, seen:], attention_mask=self.mask, past_key_values=self.cache, use_cache=True,
+                             position_ids=self.positions[:, seen:])
+        else:
+            out = self.model(seqs, attention_mask=self.mask, position_ids=self.positions)
+        return out.logits.data[:, -1].astype(np.float32)
+
+    def reorder(self, index: np.ndarray) -> None:
+        self.mask, self.positions = self.mask[index], self.positions[index]
+        if self.cache is not None:
+            self.cache.reorder(index)
+
+
+class _Seq2SeqStepper:
+    """T5: the encoder runs once; the decoder feeds one token per step with its cache."""
+
+    def __init__(self, model, src: np.ndarray, src_mask: np.ndarray, use_cache: bool, expand: int = 1):
+        self.model, self.use_cache = model, use_cache
+        enc = model.encoder(src, src_mask)
+        if expand > 1:  # one copy of the encoder output per beam
+            enc.last_hidden_state = Tensor(np.repeat(enc.last_hidden_state.data, expand, axis=0))
+            src_mask = np.repeat(src_mask, expand, axis=0)
+        self.enc, self.src_mask = enc, src_mask
+        self.cache = EncoderDecoderCache() if use_cache else None
+        self.prompt_len = 1
+
+    def logits(self, seqs: np.ndarray) -> np.ndarray:
+        if self.cache is not None:
+            seen = self.cache.get_seq_length()
+            out = self.model(attention_mask=self.src_mask, decoder_input_ids=seqs[:, seen:], encoder_outputs=self.enc,
+                             past_key_values=self.cache, use_cache=True)
+        else:
+            out = self.model(attention_mask=self.src_mask, decoder_input_ids=seqs, encoder_outputs=self.enc)
+        return out.logits.data[:, -1].astype(np.float32)
+
+    def reorder(self, index: np.ndarray) -> None:
+        if self.cache is not None:
+            self.cache.reorder(index)
+
+
+# ---- choosing tokens ----------------------------------------------------------------
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    m = x.max(-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(-1, keepdims=True))
+
+
+def filter_logits(logits: np.ndarray, temperature: float = 1.0, top_k: int | None = None,
+                  top_p: float | None = None) -> np.ndarray:
+    """Scores (N, V) after temperature, top-k and top-p (nucleus); removed tokens get −∞.
+
+    top-p keeps the smallest set of most likely tokens whose probabilities
+    sum to at least top_p (always at least one token).
+    """
+    x = logits / np.float32(temperature) if temperature != 1.0 else logits.copy()
+    if top_k is not None and 0 < top_k < x.shape[-1]:
+        kth = np.sort(x, axis=-1)[:, -top_k][:, None]                 # (N, 1) the k-th largest score
+        x = np.where(x < kth, -np.inf, x)
+    if top_p is not None and top_p < 1.0:
+        order = np.argsort(-x, axis=-1, kind="stable")                 # (N, V) most likely first
+        probs = np.take_along_axis(_softmax(x), order, -1)
+        cum_before = np.cumsum(probs, -1) - probs                      # mass of the tokens ranked above
+        drop_sorted = cum_before >= top_p                              # the first token is never dropped
+        drop = np.zeros_like(drop_sorted)
+        np.put_along_axis(drop, order, drop_sorted, -1)
+        x = np.where(drop, -np.inf, x)
+    return x
+
+
+def _check(max_new_tokens, temperature, top_k, top_p, num_beams):
+    if not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
+    if temperature is not None and temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    if top_k is not None and top_k < 0:
+        raise ValueError(f"top_k must be >= 0, got {top_k}")
+    if top_p is not None and not 0.0 < top_p <= 1.0:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+    if num_beams < 1:
+        raise ValueError(f"num_beams must be >= 1, got {num_beams}")
+
+
+@no_grad()
+def generate(model, input_ids, attention_mask=None, *, max_new_tokens: int = 20, do_sample: bool = False,
+             temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
+             num_beams: int = 1, length_penalty: float = 1.0, early_stopping: bool | str = False,
+             eos_token_id=None, pad_token_id=None, use_cache: bool = True, seed: int | None = None,
+             generator: np.random.Generator | None = None) -> np.ndarray:
+    """Token ids (B, T + n) for a GPT, or (B, 1 + n) starting with the decoder start token for T5.
+
+    input_ids (B, T); attention_mask (B, T), 1 = real token (GPT prompts of
+    different lengths are left-padded). eos_token_id / pad_token_id default
+    to the model config's (pad falls back to eos). Sampling draws from
+    `generator` or a new one seeded with `seed`.
+    """
+    _check(max_new_tokens, temperature, top_k, top_p, num_beams)
+    cfg = model.config
+    ids = _ids(input_ids)
+    if ids.ndim == 1:
+        ids = ids[None, :]
+    mask = np.ones_like(ids) if attention_mask is None else _ids(attention_mask)
+    if mask.shape != ids.shape:
+        raise ValueError(f"attention_mask has shape {mask.shape} but input_ids {ids.shape}")
+    eos = _eos_list(eos_token_id if eos_token_id is not None else getattr(cfg, "eos_token_id", None))
+    pad = pad_token_id if pad_token_id is not None else getattr(cfg, "pad_token_id", None)
+    if pad is None:
+        pad = eos[0] if eos else 0
+    seq2seq = bool(getattr(cfg, "is_encoder_decoder", False))
+    if not seq2seq and ids.shape[1] + max_new_tokens > cfg.n_positions:
+        raise ValueError(f"prompt ({ids.shape[1]}) + max_new_tokens ({max_new_tokens}) exceeds the model's "
+                         f"{cfg.n_positions} positions")
+    was_training = model.training
+    model.eval()
+    try:
+        if num_beams > 1:
+            if seq2seq:
+                stepper = _Seq2SeqStepper(model, ids, mask, use_cache, expand=num_beams)
+                start = np.full((ids.shape[0], 1), model.decoder_start_token_id, dtype=np.int64)
+            else:
+                stepper = _CausalStepper(model, np.repeat(ids, num_beams, 0), np.repeat(mask, num_beams, 0),
+                                         use_cache)
+                start = ids
+            return beam_search(stepper, start, num_beams, max_new_tokens, eos, pad, length_penalty, early_stopping)
+        if seq2seq:
+            stepper = _Seq2SeqStepper(model, ids, mask, use_cache)
+            seqs = np.full((ids.shape[0], 1), model.decoder_start_token_id, dtype=np.int64)
+        else:
+            stepper, seqs = _CausalStepper(model, ids, mask, use_cache), ids
+        rng = generator or np.random.default_rng(seed)
+        return _sample_loop(stepper, seqs, max_new_tokens, do_sample, temperature, top_k, top_p, eos, pad, rng)
+    finally:
+        model.train(was_training)
+
+
+def _sample_loop(stepper, seqs, max_new_tokens, do_sample, temperature, top_k, top_p, eos, pad, rng) -> np.ndarray:
+    """Greedy (argmax) or sampling, one token per step for every row."""
+    unfinished = np.ones(seqs.shape[0], dtype=bool)
+    for _ in range(max_new_tokens):
+        scores = stepper.logits(seqs)                                   # (B, V) float32
+        if do_sample:
+            probs = _softmax(filter_logits(scores, temperature, top_k, top_p)).astype(np.float64)
+            cdf = np.cumsum(probs, -1)
+            u = rng.random((probs.shape[0], 1)) * cdf[:, -1:]
+            nxt = np.minimum((cdf < u).sum(-1), probs.shape[1] - 1)   # inverse-CDF draw per row
+        else:
+            nxt = scores.argmax(-1)
+        if eos:
+            nxt = np.where(unfinished, nxt, pad)                         # ended rows only grow padding
+        seqs = np.concatenate([seqs, nxt[:, None]], 1)
+        if eos:
+            unfinished &= ~np.isin(nxt, eos)
+            if not unfinished.any():
+                break
+    return seqs
+
+
+def _topk(x: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest entries of each row, largest first."""
+    return np.argsort(-x, axis=-1, kind="stable")[:, :k]
+
+
+def beam_search(stepper, prompt: np.ndarray, num_beams: int, max_new_tokens: int, eos: list[int], pad: int,
+                length_penalty: float = 1.0, early_stopping: bool | str = False) -> np.ndarray:
+    """Beam search as transformers (≥ 4.50) runs it; returns the best hypothesis per row (B, T0 + n).
+
+    Each step extends every running beam by every token and keeps the best
+    (1 + #eos)·K candidates by summed log-probability. Candidates ending in
+    an end token (or reaching the length limit) are scored by
+    logp / gen_len^length_penalty and kept among the K best finished
+    hypotheses; the best K unfinished ones run on. A row stops when its open
+    beams can no longer beat its worst finished hypothesis.
+    """
+    B, T0 = prompt.shape
+    K = num_beams
+    keep = max(2, 1 + len(eos)) * K
+    max_len = T0 + max_new_tokens
+    fill = pad if pad is not None else (eos[0] if eos else -1)
+    running = np.full((B, K, max_len), fill, dtype=np.int64)
+    running[:, :, :T0] = prompt[:, None, :]
+    finished_seqs = running.copy()
+    running_scores = np.zeros((B, K), dtype=np.float32)
+    running_scores[:, 1:] = -1e9                                         # all beams start as one
+    finished_scores = np.full((B, K), -1e9, dtype=np.float32)
+    finished_len = np.zeros((B, K), dtype=np.int64)
+    is_finished = np.zeros((B, K), dtype=bool)
+    can_improve = np.ones((B, 1), dtype=bool)
+    top_mask = np.arange(keep) < K
+    cur = T0
+    rows = np.arange(B)[:, None]
+    while cur < max_len:
+        logp = _log_softmax(stepper.logits(running[:, :, :cur].reshape(B * K, cur)))  # (B·K, V)
+        V = logp.shape[-1]
+        acc = (logp.reshape(B, K, V) + running_scores[:, :, None]).reshape(B, K * V)
+        idx = _topk(acc, keep)                                           # (B, keep)
+        top_logp = np.take_along_axis(acc, idx, -1)
+        beam, tok = idx // V, idx % V
+        cand = running[rows, beam].copy()                                # (B, keep, max_len)
+        cand[:, :, cur] = tok
+        hits = np.isin(tok, eos) | (cur + 1 >= max_len)                 # ended, or out of room
+        # the K best candidates that go on
+        live = top_logp + hits * np.float32(-1e9)
+        nxt = _topk(live, K)
+        running = np.take_along_axis(cand, nxt[:, :, None], 1)
+        running_scores = np.take_along_axis(live, nxt, -1)
+        src_beam = np.take_along_axis(beam, nxt, -1)                    # (B, K)
+        # the K best finished hypotheses so far
+        fin = top_logp / np.float32((cur + 1 - T0) ** length_penalty)
+        fin = fin + (is_finished.all(-1, keepdims=True) & (early_stopping is True)) * np.float32(-1e9)
+        fin = fin + (~can_improve) * np.float32(-1e9)
+        just = hits & top_mask[None, :]
+        fin = fin + (~just) * np.float32(-1e9)
+        m_seqs = np.concatenate([finished_seqs, cand], 1)
+        m_scores = np.concatenate([finished_scores, fin], 1)
+        m_len = np.concatenate([finished_len, np.full(cand.shape[:2], cur + 1 - T0)], 1)
+        m_fin = np.concatenate([is_finished, just], 1)
+        best = _topk(m_scores, K)
+        finished_seqs = np.take_along_axis(m_seqs, best[:, :, None], 1)
+        finished_scores = np.take_along_axis(m_scores, best, -1)
+        finished_len = np.take_along_axis(m_len, best, -1)
+        is_finished = np.take_along_axis(m_fin, best, -1)
+        stepper.reorder((rows * K + src_beam).reshape(-1))
+        cur += 1
+        # can a running beam still beat the worst finished one?
+        best_len = (max_len - T0) if (early_stopping == "never" and length_penalty > 0) else (cur - T0)
+        best_possible = running_scores[:, :1] / np.float32(best_len ** length_penalty)
+        worst = np.where(is_finished, finished_scores.min(1, keepdims=True), np.float32(-1e9))
+        can_improve &= (best_possible > worst).any(-1, keepdims=True)
+        all_done = is_finished.all() and early_stopping is True
+        if not can_improve.any() or all_done or hits.all():
+            break
+    out_len = T0 + int(finished_len[:, 0].max())
+    return finished_seqs[:, 0, :out_len]

@@ -1,0 +1,277 @@
+"""GPT-2 (Radford et al., 2019; the chapter's 7.5.2): a pre-LN causal Transformer decoder.
+
+Parameter names follow transformers' `GPT2LMHeadModel` (``transformer.h.0.attn.c_attn.weight``).
+GPT-2's files store those projections as ``Conv1D`` (in, out) matrices; seqlab
+uses `nn.Linear` (out, in) and `seqlab.hub.keymap.GPT2_TRANSPOSED` lists the
+keys transposed on the way in and out.
+
+Each block: h = h + Attn(LN₁(h)); h = h + MLP(LN₂(h)) — normalisation before
+each sub-layer ("pre-LN"), learned absolute positions, tanh-GELU, and the
+output layer reuses the token embedding matrix (tied weights).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from seqlab import functional as F
+from seqlab import nn
+from seqlab.autograd.tensor import Tensor
+from seqlab.errors import ConfigError
+from seqlab.hub import keymap
+from seqlab.hub.config import HFConfig, activation
+from seqlab.hub.pretrained import PreTrainedModel
+from seqlab.models.outputs import CausalLMOutput, KVCache, SequenceClassifierOutput, classification_loss
+
+
+@dataclass
+class GPTConfig(HFConfig):
+    """The fields of transformers' GPT2Config (config.json), with its defaults (GPT-2 small)."""
+
+    model_type: ClassVar[str] = "gpt2"
+    aliases: ClassVar[dict[str, str]] = {"hidden_size": "n_embd", "max_position_embeddings": "n_positions",
+                                         "num_attention_heads": "n_head", "num_hidden_layers": "n_layer"}
+
+    vocab_size: int = 50257
+    n_positions: int = 1024                  # longest context (learned position table)
+    n_embd: int = 768
+    n_layer: int = 12
+    n_head: int = 12
+    n_inner: int | None = None               # MLP width; None: 4 * n_embd
+    activation_function: str = "gelu_new"   # tanh-approximated GELU
+    resid_pdrop: float = 0.1
+    embd_pdrop: float = 0.1
+    attn_pdrop: float = 0.1
+    layer_norm_epsilon: float = 1e-5
+    initializer_range: float = 0.02
+    scale_attn_weights: bool = True          # divide scores by √d
+    scale_attn_by_inverse_layer_idx: bool = False
+    reorder_and_upcast_attn: bool = False    # a mixed-precision trick; same math in float32/64
+    add_cross_attention: bool = False
+    bos_token_id: int | None = 50256
+    eos_token_id: int | list | None = 50256
+    pad_token_id: int | None = None
+    tie_word_embeddings: bool = True
+    num_labels: int = 2                      # GPTForSequenceClassification
+    problem_type: str | None = None
+
+    def __post_init__(self):
+        self._positive("vocab_size", "n_positions", "n_embd", "n_layer", "n_head", "num_labels")
+        if self.n_inner is not None:
+            self._positive("n_inner")
+        self._divisible("n_embd", "n_head")
+        self._probability("resid_pdrop", "embd_pdrop", "attn_pdrop")
+        activation(self.activation_function)
+        if self.add_cross_attention:
+            raise ConfigError("GPT with add_cross_attention=True (an encoder-decoder GPT-2) is not supported")
+        self._problem_type()
+
+
+def _ids(x) -> np.ndarray:
+    arr = x.data if isinstance(x, Tensor) else np.asarray(x)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"token ids must be integers, got dtype {arr.dtype}")
+    return arr.astype(np.int64, copy=False)
+
+
+class GPTAttention(nn.Module):
+    """Causal multi-head self-attention with one fused q/k/v projection `c_attn`."""
+
+    def __init__(self, c: GPTConfig, layer_idx: int):
+        super().__init__()
+        self.n_head, self.n_embd, self.layer_idx = c.n_head, c.n_embd, layer_idx
+        self.c_attn = nn.Linear(c.n_embd, 3 * c.n_embd)
+        self.c_proj = nn.Linear(c.n_embd, c.n_embd)
+        self.attn_dropout = c.attn_pdrop
+        self.resid_dropout = nn.Dropout(c.resid_pdrop)
+        self.scale = (c.n_embd // c.n_head) ** -0.5 if c.scale_attn_weights else 1.0
+        if c.scale_attn_by_inverse_layer_idx:
+            self.scale /= layer_idx + 1
+
+    def forward(self, x: Tensor, mask, cache: KVCache | None) -> tuple[Tensor, Tensor]:
+        """x (B, T, C); mask bool (B|1, 1, T, T_past + T), True = may attend; cache: past keys/values."""
+        B, T, C = x.shape
+        H, D = self.n_head, C // self.n_head
+        q, k, v = self.c_attn(x).split(C, dim=2)          # 3 × (B, T, C)
+        q = q.reshape(B, T, H, D).transpose(1, 2)         # (B, H, T, D)
+        k = k.reshape(B, T, H, D).transpose(1, 2)         # (B, H, T, D)
+        v = v.reshape(B, T, H, D).transpose(1, 2)         # (B, H, T, D)
+        if cache is not None:
+            k, v = cache.update(self.layer_idx, k, v)     # (B, H, T_past + T, D)
+        p = self.attn_dropout if self.training else 0.0
+        out, w = F.attention(q, k, v, attn_mask=mask, dropout_p=p, scale=self.scale, training=self.training)
+        out = out.transpose(1, 2).reshape(B, T, C)        # (B, T, C)
+        return self.resid_dropout(self.c_proj(out)), w
+
+
+class GPTMLP(nn.Module):
+    def __init__(self, c: GPTConfig):
+        super().__init__()
+        inner = c.n_inner or 4 * c.n_embd
+        self.c_fc = nn.Linear(c.n_embd, inner)
+        self.c_proj = nn.Linear(inner, c.n_embd)
+        self.act = activation(c.activation_function)
+        self.dropout = nn.Dropout(c.resid_pdrop)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.dropout(self.c_proj(self.act(self.c_fc(x))))
+
+
+class GPTBlock(nn.Module):
+    """Pre-LN: x + Attn(LN(x)), then x + MLP(LN(x))."""
+
+    def __init__(self, c: GPTConfig, layer_idx: int):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(c.n_embd, eps=c.layer_norm_epsilon)
+        self.attn = GPTAttention(c, layer_idx)
+        self.ln_2 = nn.LayerNorm(c.n_embd, eps=c.layer_norm_epsilon)
+        self.mlp = GPTMLP(c)
+
+    def forward(self, x: Tensor, mask, cache) -> tuple[Tensor, Tensor]:
+        a, w = self.attn(self.ln_1(x), mask, cache)
+        x = x + a
+        return x + self.mlp(self.ln_2(x)), w
+
+
+def causal_mask(attention_mask, t_new: int, t_past: int):
+    """Bool (B|1, 1, T_new, T_past + T_new): query i (at position T_past + i) may attend key j <= it,
+    and only to real tokens (attention_mask (B, T_past + T_new), 1 = real). None when nothing is blocked."""
+    t_all = t_past + t_new
+    allowed = np.arange(t_all)[None, :] <= (t_past + np.arange(t_new))[:, None]  # (T_new, T_all)
+    mask = allowed[None, None]                                                     # (1, 1, T_new, T_all)
+    if attention_mask is not None:
+        am = _ids(attention_mask)
+        if am.shape[1] != t_all:
+            raise ValueError(f"attention_mask covers {am.shape[1]} positions but past ({t_past}) + new ({t_new}) "
+                             f"tokens are {t_all}")
+        mask = mask & (am != 0)[:, None, None, :]                                  # (B, 1, T_new, T_all)
+    elif t_new == 1:
+        return None
+    return mask
+
+
+class GPTModel(nn.Module):
+    """The decoder stack (transformers' GPT2Model): ids (B, T) -> hidden states (B, T, C)."""
+
+    def __init__(self, c: GPTConfig):
+        super().__init__()
+        self.config = c
+        self.wte = nn.Embedding(c.vocab_size, c.n_embd)
+        self.wpe = nn.Embedding(c.n_positions, c.n_embd)
+        self.drop = nn.Dropout(c.embd_pdrop)
+        self.h = nn.ModuleList([GPTBlock(c, i) for i in range(c.n_layer)])
+        self.ln_f = nn.LayerNorm(c.n_embd, eps=c.layer_norm_epsilon)
+
+    def forward(self, input_ids, attention_mask=None, position_ids=None, past_key_values: KVCache | None = None,
+                output_attentions: bool = False) -> tuple[Tensor, tuple | None]:
+        ids = _ids(input_ids)
+        if ids.ndim != 2:
+            raise ValueError(f"input_ids must be (batch, time), got shape {ids.shape}")
+        B, T = ids.shape
+        t_past = past_key_values.get_seq_length() if past_key_values is not None else 0
+        if position_ids is None:  # as transformers: 0, 1, ... after the cached positions, whatever the padding
+            position_ids = np.arange(t_past, t_past + T)[None, :]                      # (1, T)
+        pos = _ids(position_ids)
+        if pos.size and int(pos.max()) >= self.config.n_positions:
+            raise ValueError(f"position {int(pos.max())} is beyond the model's {self.config.n_positions} positions")
+        x = self.drop(self.wte(ids) + self.wpe(pos))                                   # (B, T, C)
+        mask = causal_mask(attention_mask, T, t_past)
+        attentions = []
+        for block in self.h:
+            x, w = block(x, mask, past_key_values)
+            attentions.append(w)
+        return self.ln_f(x), (tuple(attentions) if output_attentions else None)
+
+
+def _init_weights(model: nn.Module, c: GPTConfig) -> None:
+    """GPT-2's init: N(0, 0.02), and N(0, 0.02/√(2L)) for the projections into the residual stream."""
+    for name, m in model.named_modules():
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            std = c.initializer_range
+            if name.endswith("c_proj"):
+                std /= (2 * c.n_layer) ** 0.5
+            nn.init.normal_(m.weight, 0.0, std)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+
+class GPTPreTrained(PreTrainedModel):
+    config_class = GPTConfig
+    keymap = keymap.GPT2
+
+
+class GPT(nn.Module, GPTPreTrained):
+    """GPT-2 language model: logits (B, T, V) over the next token at every position."""
+
+    hf_architecture = "GPT2LMHeadModel"
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.config = config
+        self.transformer = GPTModel(config)
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        _init_weights(self, config)
+        if config.tie_word_embeddings:
+            self.lm_head.weight = self.transformer.wte.weight
+
+    def _untie(self, alias: str) -> None:
+        self.lm_head.weight = nn.Parameter(self.lm_head.weight.data.copy())
+        self.config.tie_word_embeddings = False
+
+    def forward(self, input_ids, attention_mask=None, labels=None, output_attentions: bool = False,
+                past_key_values: KVCache | None = None, use_cache: bool = False, position_ids=None) -> CausalLMOutput:
+        """input_ids (B, T); attention_mask (B, T_past + T), 1 = real token (left padding for batches);
+        labels (B, T): the inputs themselves (shifted inside), -100 = ignore. With use_cache, the returned
+        `past_key_values` holds every layer's keys/values: pass it back with only the new tokens."""
+        cache = past_key_values if past_key_values is not None else (KVCache() if use_cache else None)
+        h, attn = self.transformer(input_ids, attention_mask, position_ids, cache, output_attentions)
+        logits = self.lm_head(h)                                                       # (B, T, V)
+        loss = None
+        if labels is not None:  # token t predicts token t + 1
+            lab = _ids(labels)[:, 1:].reshape(-1)                                      # (B·(T-1),)
+            loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), lab)
+        return CausalLMOutput(loss=loss, logits=logits, past_key_values=cache if use_cache or past_key_values
+                              is not None else None, last_hidden_state=h, attentions=attn)
+
+    def generate(self, input_ids, attention_mask=None, **kwargs) -> np.ndarray:
+        """Continue prompts (B, T) -> (B, T + new); see `seqlab.models.generation.generate`."""
+        from seqlab.models.generation import generate
+
+        return generate(self, input_ids, attention_mask, **kwargs)
+
+
+class GPTForSequenceClassification(nn.Module, GPTPreTrained):
+    """Scores every position with `score`, then keeps the last real token's: logits (B, num_labels)."""
+
+    hf_architecture = "GPT2ForSequenceClassification"
+    head_prefixes = ("score.",)
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.config = config
+        self.transformer = GPTModel(config)
+        self.score = nn.Linear(config.n_embd, config.num_labels, bias=False)
+        _init_weights(self, config)
+
+    def last_token_index(self, ids: np.ndarray, attention_mask) -> np.ndarray:
+        """Per row, the last token that is not padding (transformers' rule: not pad_token_id; without a
+        pad token, the attention mask's last 1, else the last position)."""
+        B, T = ids.shape
+        if self.config.pad_token_id is not None:
+            real = ids != self.config.pad_token_id
+        elif attention_mask is not None:
+            real = _ids(attention_mask) != 0
+        else:
+            return np.full(B, T - 1)
+        return (np.arange(T)[None, :] * real).argmax(-1)
+
+    def forward(self, input_ids, attention_mask=None, labels=None, output_attentions: bool = False
+                ) -> SequenceClassifierOutput:
+        ids = _ids(input_ids)
+        h, attn = self.transformer(ids, attention_mask, None, None, output_attentions)
+        logits = self.score(h)                                                         # (B, T, num_labels)
+        pooled = logits[np.arange(ids.shape[0]), self.last_token_index(ids, attention_mask)]  # (B, num_labels)
+        loss = None if labels is None else classification_loss(pooled, labels, self.config.problem_type)
+        return SequenceClassifierOutput(loss=loss, logits=pooled, attentions=attn)

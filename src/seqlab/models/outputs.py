@@ -1,0 +1,180 @@
+"""What the pretrained-style models return, and the key/value cache they fill.
+
+Outputs are dataclasses read by attribute (``out.logits``), with the field
+names of transformers' output classes; fields a model does not compute are
+None. ``out["logits"]`` works too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from seqlab import backend
+from seqlab import functional as F
+from seqlab.autograd.tensor import Tensor
+
+
+@dataclass
+class ModelOutput:
+    def __getitem__(self, key: str) -> Any:
+        if not isinstance(key, str):
+            raise TypeError(f"index outputs by field name (one of {self.keys()}), got {key!r}")
+        return getattr(self, key)
+
+    def keys(self) -> list[str]:
+        """The names of the fields that are set."""
+        return [f.name for f in fields(self) if getattr(self, f.name) is not None]
+
+
+@dataclass
+class BaseModelOutput(ModelOutput):
+    """last_hidden_state (B, T, C); pooler_output (B, C) for BERT; attentions: per layer (B, H, T, T)."""
+
+    last_hidden_state: Tensor = None
+    pooler_output: Tensor | None = None
+    hidden_states: tuple | None = None
+    attentions: tuple | None = None
+
+
+@dataclass
+class MaskedLMOutput(ModelOutput):
+    """logits (B, T, V); loss over the positions whose label is not -100."""
+
+    loss: Tensor | None = None
+    logits: Tensor = None
+    last_hidden_state: Tensor | None = None
+    attentions: tuple | None = None
+
+
+@dataclass
+class SequenceClassifierOutput(ModelOutput):
+    """logits (B, num_labels)."""
+
+    loss: Tensor | None = None
+    logits: Tensor = None
+    attentions: tuple | None = None
+
+
+@dataclass
+class CausalLMOutput(ModelOutput):
+    """logits (B, T, V); loss of predicting token t+1 from tokens <= t; past_key_values: a `KVCache`."""
+
+    loss: Tensor | None = None
+    logits: Tensor = None
+    past_key_values: "KVCache | None" = None
+    last_hidden_state: Tensor | None = None
+    attentions: tuple | None = None
+
+
+@dataclass
+class Seq2SeqLMOutput(ModelOutput):
+    """logits (B, Tdec, V); attentions per layer: decoder (B, H, Tdec, Tdec), cross (B, H, Tdec, Tenc)."""
+
+    loss: Tensor | None = None
+    logits: Tensor = None
+    past_key_values: "EncoderDecoderCache | None" = None
+    decoder_attentions: tuple | None = None
+    cross_attentions: tuple | None = None
+    encoder_last_hidden_state: Tensor | None = None
+    encoder_attentions: tuple | None = None
+
+
+def classification_loss(logits: Tensor, labels, problem_type: str | None) -> Tensor:
+    """transformers' rule: one label -> MSE; integer labels -> cross-entropy; float multi-hot -> BCE."""
+    lab = labels.data if isinstance(labels, Tensor) else np.asarray(labels)
+    n = logits.shape[-1]
+    if problem_type is None:
+        problem_type = ("regression" if n == 1 else
+                        "single_label_classification" if lab.dtype.kind in "iu" else "multi_label_classification")
+    if problem_type == "regression":
+        target = lab.astype(logits.dtype).reshape(logits.shape[0], -1)
+        return F.mse_loss(logits.reshape(logits.shape[0], -1), target)
+    if problem_type == "single_label_classification":
+        return F.cross_entropy(logits.reshape(-1, n), lab.astype(np.int64).reshape(-1))
+    return F.binary_cross_entropy_with_logits(logits, lab.astype(logits.dtype))
+
+
+
+class KVCache:
+    """Keys and values of the positions already seen, per layer, each (B, H, T, D).
+
+    The arrays live in buffers that double when full, so appending one
+    position copies one position (amortised), not the whole history: the
+    cost of a new token is its attention over T keys plus a constant. The
+    cache stores plain arrays (no graph): it is for inference.
+    """
+
+    def __init__(self) -> None:
+        self._k: list = []
+        self._v: list = []
+        self._len: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self._k)
+
+    def get_seq_length(self, layer: int = 0) -> int:
+        return self._len[layer] if layer < len(self._len) else 0
+
+    def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Append k, v (B, H, t, D) to `layer`; return all keys and values so far (B, H, T + t, D)."""
+        ka, va = k.data, v.data
+        t = ka.shape[2]
+        if layer == len(self._k):
+            xp = backend.xp_of(ka)
+            cap = max(2 * t, 64)
+            self._k.append(xp.empty(ka.shape[:2] + (cap,) + ka.shape[3:], dtype=ka.dtype))
+            self._v.append(xp.empty(va.shape[:2] + (cap,) + va.shape[3:], dtype=va.dtype))
+            self._len.append(0)
+        elif layer > len(self._k):
+            raise ValueError(f"cache has {len(self._k)} layers; cannot update layer {layer}")
+        n = self._len[layer]
+        if n + t > self._k[layer].shape[2]:
+            self._k[layer] = _grow(self._k[layer], n, n + t)
+            self._v[layer] = _grow(self._v[layer], n, n + t)
+        self._k[layer][:, :, n:n + t] = ka
+        self._v[layer][:, :, n:n + t] = va
+        self._len[layer] = n + t
+        return Tensor(self._k[layer][:, :, :n + t]), Tensor(self._v[layer][:, :, :n + t])
+
+    def get(self, layer: int) -> tuple[Tensor, Tensor]:
+        n = self._len[layer]
+        return Tensor(self._k[layer][:, :, :n]), Tensor(self._v[layer][:, :, :n])
+
+    def reorder(self, index) -> None:
+        """Keep rows `index` of the batch (beam search picks which beams continue)."""
+        for i in range(len(self._k)):
+            n = self._len[i]
+            for store in (self._k, self._v):
+                old = store[i]
+                store[i] = backend.xp_of(old).empty((len(index),) + old.shape[1:], dtype=old.dtype)
+                store[i][:, :, :n] = old[index, :, :n]
+
+
+def _grow(buf, n: int, need: int):
+    """A buffer with room for `need` positions (doubling), holding the first n of `buf`."""
+    xp = backend.xp_of(buf)
+    cap = max(need, 2 * buf.shape[2])
+    new = xp.empty(buf.shape[:2] + (cap,) + buf.shape[3:], dtype=buf.dtype)
+    new[:, :, :n] = buf[:, :, :n]
+    return new
+
+
+class EncoderDecoderCache:
+    """T5's decoder cache: a growing self-attention `KVCache` and the cross-attention keys/values.
+
+    Cross-attention keys and values depend only on the encoder output, so
+    they are computed on the first decoder step and reused afterwards.
+    """
+
+    def __init__(self) -> None:
+        self.self_attention = KVCache()
+        self.cross_attention: list[tuple[Tensor, Tensor]] = []
+
+    def get_seq_length(self, layer: int = 0) -> int:
+        return self.self_attention.get_seq_length(layer)
+
+    def reorder(self, index) -> None:
+        self.self_attention.reorder(index)
+        self.cross_attention = [(Tensor(k.data[index]), Tensor(v.data[index])) for k, v in self.cross_attention]

@@ -1,0 +1,202 @@
+"""Attention in O(T) extra memory: key/value chunks with an online softmax (the chapter's Q5).
+
+Plain attention stores the (T, T) score and weight matrices: at T = 16,384 one
+float32 matrix is 1 GiB, and backward needs several. Here queries are taken
+in blocks of `q_chunk` rows and keys/values in blocks of `k_chunk`; for each
+query block a running max m, a running sum ℓ and an accumulator are updated
+block by block (Milakov & Gimelshein, 2018; Rabe & Staats, 2021; Dao et al.,
+2022, FlashAttention):
+
+    s = q kⱼᵀ · scale + mask,  m' = max(m, rowmax s),  ℓ' = ℓ·e^{m−m'} + rowsum e^{s−m'},
+    acc' = acc·e^{m−m'} + e^{s−m'} vⱼ;   out = acc / ℓ,   lse = m + log ℓ.
+
+Backward recomputes each block's weights from the saved log-sum-exp instead
+of storing them (P = e^{s − lse}), with D = rowsum(dO ⊙ O):
+
+    dV += Pᵀ dO,  dP = dO Vᵀ,  dS = P ⊙ (dP − D),  dQ += dS K·scale,  dK += dSᵀ Q·scale.
+
+So forward and backward hold only O(q_chunk · k_chunk) scores at a time;
+the outputs equal plain attention's up to rounding. Blocks that a causal or
+sliding-window mask hides completely are skipped, which makes sliding-window
+attention O(T · window) in time as well.
+
+A hand-written backward earns its place here by memory: composing the
+forward from autograd ops would keep every block's weights alive for backward.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from seqlab.autograd.function import Function
+from seqlab.autograd.tensor import Tensor
+from seqlab.backend import xp_of
+
+
+def _tile(m, i0: int, i1: int, j0: int, j1: int):
+    """Rows i0:i1 and columns j0:j1 of a mask broadcastable to (..., L, S)."""
+    if m is None:
+        return None
+    rows = slice(i0, i1) if m.shape[-2] > 1 else slice(None)
+    cols = slice(j0, j1) if m.shape[-1] > 1 else slice(None)
+    return m[..., rows, cols]
+
+
+class ChunkedAttention(Function):
+    """out = softmax(q kᵀ · scale + bias, blocked → −inf) v, block by block (see the module docstring).
+
+    q (..., L, D), k (..., S, D), v (..., S, Dv) with equal leading dims;
+    `bias` float and `block` bool (True = may NOT attend) broadcast to
+    (..., L, S) and get no gradient. `causal` hides keys j > i; `window` hides
+    keys with i − j > window (and, when not causal, j − i > window).
+    Rows with every key hidden give 0 (as `F.attention`).
+    """
+
+    def forward(self, q, k, v, bias=None, block=None, scale=1.0, causal=False, window=None,
+                q_chunk=512, k_chunk=512):
+        xp = xp_of(q)
+        self.xp, self.scale, self.causal, self.window = xp, q.dtype.type(scale), causal, window
+        self.bias, self.block, self.q_chunk, self.k_chunk = bias, block, q_chunk, k_chunk
+        L, S = q.shape[-2], k.shape[-2]
+        lead = q.shape[:-2]
+        out = xp.empty(lead + (L, v.shape[-1]), dtype=q.dtype)  # (..., L, Dv)
+        lse = xp.empty(lead + (L, 1), dtype=q.dtype)  # (..., L, 1) log Σ e^s per row
+        ninf = q.dtype.type(-np.inf)
+        for i0 in range(0, L, q_chunk):
+            i1 = min(L, i0 + q_chunk)
+            qi = q[..., i0:i1, :]  # (..., bq, D)
+            m = xp.full(lead + (i1 - i0, 1), ninf, dtype=q.dtype)  # running max
+            ell = xp.zeros(lead + (i1 - i0, 1), dtype=q.dtype)  # running Σ e^{s − m}
+            acc = xp.zeros(lead + (i1 - i0, v.shape[-1]), dtype=q.dtype)  # running Σ e^{s − m} v
+            for j0, j1 in self._key_blocks(i0, i1, S):
+                s = self._scores(qi, k, i0, i1, j0, j1)  # (..., bq, bk)
+                m_new = xp.maximum(m, s.max(axis=-1, keepdims=True))
+                m_safe = xp.where(xp.isfinite(m_new), m_new, 0)  # rows hidden so far: no NaN
+                p = xp.exp(s - m_safe)  # (..., bq, bk)
+                corr = xp.exp(m - m_safe)  # e^{m − m'}: rescales what was summed before
+                ell = ell * corr + p.sum(axis=-1, keepdims=True)
+                acc = acc * corr + p @ v[..., j0:j1, :]  # (..., bq, Dv)
+                m = m_new
+            seen = ell > 0
+            out[..., i0:i1, :] = acc / xp.where(seen, ell, 1)
+            # +inf for a fully hidden row, so backward's e^{s − lse} is 0 there
+            lse[..., i0:i1, :] = xp.where(seen, xp.where(xp.isfinite(m), m, 0) + xp.log(xp.where(seen, ell, 1)),
+                                          q.dtype.type(np.inf))
+        self.saved = (q, k, v, out, lse)
+        return out
+
+    def _key_blocks(self, i0: int, i1: int, S: int):
+        """Key blocks (j0, j1) that the causal / window mask does not hide entirely for queries i0..i1−1."""
+        for j0 in range(0, S, self.k_chunk):
+            j1 = min(S, j0 + self.k_chunk)
+            if self.causal and j0 > i1 - 1:
+                break  # every later block is in the future
+            if self.window is not None:
+                if j1 - 1 < i0 - self.window:
+                    continue  # too far in the past for every query of the block
+                if not self.causal and j0 > i1 - 1 + self.window:
+                    break
+            yield j0, j1
+
+    def _scores(self, qi, k, i0, i1, j0, j1):
+        """Masked, scaled scores of query rows i0:i1 against keys j0:j1: (..., bq, bk)."""
+        xp = self.xp
+        s = qi @ k[..., j0:j1, :].swapaxes(-1, -2)  # (..., bq, bk)
+        s *= self.scale
+        if self.bias is not None:
+            s = s + _tile(self.bias, i0, i1, j0, j1)
+        hide = _tile(self.block, i0, i1, j0, j1)
+        if self.causal or self.window is not None:
+            ii = xp.arange(i0, i1)[:, None]  # (bq, 1)
+            jj = xp.arange(j0, j1)[None, :]  # (1, bk)
+            pos = xp.zeros((i1 - i0, j1 - j0), dtype=bool)
+            if self.causal:
+                pos |= jj > ii
+            if self.window is not None:
+                pos |= (ii - jj) > self.window
+                if not self.causal:
+                    pos |= (jj - ii) > self.window
+            hide = pos if hide is None else (hide | pos)
+        if hide is not None:
+            s = xp.where(hide, s.dtype.type(-np.inf), s)
+        return s
+
+    def backward(self, grad):
+        q, k, v, out, lse = self.saved
+        xp = self.xp
+        L, S = q.shape[-2], k.shape[-2]
+        dq, dk, dv = xp.zeros_like(q), xp.zeros_like(k), xp.zeros_like(v)
+        dsum = (grad * out).sum(axis=-1, keepdims=True)  # (..., L, 1) D = rowsum(dO ⊙ O)
+        for i0 in range(0, L, self.q_chunk):
+            i1 = min(L, i0 + self.q_chunk)
+            qi, gi = q[..., i0:i1, :], grad[..., i0:i1, :]  # (..., bq, D), (..., bq, Dv)
+            lse_i, d_i = lse[..., i0:i1, :], dsum[..., i0:i1, :]  # (..., bq, 1)
+            for j0, j1 in self._key_blocks(i0, i1, S):
+                p = xp.exp(self._scores(qi, k, i0, i1, j0, j1) - lse_i)  # (..., bq, bk) the weights again
+                vj, kj = v[..., j0:j1, :], k[..., j0:j1, :]
+                dv[..., j0:j1, :] += p.swapaxes(-1, -2) @ gi  # (..., bk, Dv)
+                ds = p * (gi @ vj.swapaxes(-1, -2) - d_i)  # (..., bq, bk)
+                ds *= self.scale
+                dq[..., i0:i1, :] += ds @ kj  # (..., bq, D)
+                dk[..., j0:j1, :] += ds.swapaxes(-1, -2) @ qi  # (..., bk, D)
+        return dq, dk, dv, None, None
+
+
+def _split_mask(attn_mask, xp, dtype):
+    """SDPA semantics (bool True = may attend; float = added) -> (bias, block) arrays."""
+    if attn_mask is None:
+        return None, None
+    m = attn_mask.data if isinstance(attn_mask, Tensor) else xp.asarray(attn_mask)
+    if m.dtype == bool:
+        return None, ~m
+    return m.astype(dtype, copy=False), None
+
+
+def memory_efficient_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None, is_causal: bool = False,
+                               scale: float | None = None, window: int | None = None, chunk_size: int = 512,
+                               q_chunk_size: int | None = None) -> Tensor:
+    """softmax(q kᵀ · scale + mask) v without ever holding the (L, S) weights.
+
+    query (..., L, D), key (..., S, D), value (..., S, Dv) -> (..., L, Dv).
+    attn_mask: as `F.scaled_dot_product_attention` (bool True = may attend,
+    float added), broadcastable to (..., L, S); it gets no gradient. A full
+    (L, S) mask costs O(L·S) memory itself: prefer `is_causal` / `window`,
+    which are computed per block. window: keys within `window` positions of
+    the query (only earlier ones when causal). No dropout.
+    """
+    q, k, v = (x if isinstance(x, Tensor) else Tensor(x) for x in (query, key, value))
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"query has shape {q.shape} and key {k.shape}: their last dims must match")
+    if k.shape[-2] != v.shape[-2] or q.shape[:-2] != k.shape[:-2] or k.shape[:-2] != v.shape[:-2]:
+        raise ValueError(f"query {q.shape}, key {k.shape} and value {v.shape} need equal leading dims and "
+                         f"key/value of one length")
+    if chunk_size < 1 or (q_chunk_size is not None and q_chunk_size < 1):
+        raise ValueError(f"chunk sizes must be >= 1, got {chunk_size} and {q_chunk_size}")
+    if window is not None and window < 0:
+        raise ValueError(f"window must be >= 0, got {window}")
+    xp = xp_of(q.data)
+    bias, block = _split_mask(attn_mask, xp, q.dtype)
+    s = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    return ChunkedAttention.apply(q, k, v, bias, block, scale=s, causal=is_causal, window=window,
+                                  q_chunk=q_chunk_size or chunk_size, k_chunk=chunk_size)
+
+
+def sliding_window_mask(L: int, S: int | None = None, window: int = 128, causal: bool = True, xp=np) -> np.ndarray:
+    """(L, S) bool, True = may attend: |i − j| ≤ window (and j ≤ i when causal). For plain attention."""
+    S = L if S is None else S
+    ii, jj = xp.arange(L)[:, None], xp.arange(S)[None, :]
+    ok = (ii - jj) <= window
+    ok &= (jj <= ii) if causal else ((jj - ii) <= window)
+    return ok
+
+
+def sliding_window_attention(query: Tensor, key: Tensor, value: Tensor, window: int, causal: bool = True,
+                             scale: float | None = None, chunk_size: int = 256) -> Tensor:
+    """Each query attends only to keys within `window` positions (earlier ones when causal): O(T·window).
+
+    Longformer / Mistral-style local attention, run by the chunked kernel,
+    which skips the blocks outside the band. Shapes as `memory_efficient_attention`.
+    """
+    return memory_efficient_attention(query, key, value, is_causal=causal, scale=scale, window=window,
+                                      chunk_size=chunk_size)

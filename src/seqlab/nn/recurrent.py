@@ -1,0 +1,357 @@
+"""Recurrent layers (the chapter's 7.2): RNN, LSTM, GRU and their cells, as torch.nn.
+
+Constructor arguments, parameter names (`weight_ih_l0`, `weight_hh_l0_reverse`, …),
+gate order (LSTM i, f, g, o; GRU r, z, n), initialisation U(−1/√H, 1/√H) and
+return values mirror torch, so `load_state_dict(torch_module.state_dict())`
+works. Always batch-first: x is (B, T, input_size).
+
+The chapter's `SimpleRNN` listing swaps H and T and keeps a hidden state of
+the wrong shape; the batched version is simply
+
+    h_t = tanh(x_t W_ihᵀ + b_ih + h_{t−1} W_hhᵀ + b_hh)     # x_t (B, I), h_t (B, H)
+
+with the x-part computed for every t at once (one matmul, no recurrence).
+
+Two equal paths run a layer: the composed cells below (readable, every
+op recorded by autograd) and the fused kernel of `rnn_kernels` (default:
+one Function per layer-direction, hand-written BPTT). Tests hold them equal.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from seqlab import creation
+from seqlab import functional as F
+from seqlab.autograd.tensor import Tensor
+from seqlab.backend import to_numpy, xp_of
+from seqlab.nn import init
+from seqlab.nn.module import Module, Parameter
+from seqlab.nn.rnn_kernels import GATES, RecurrentScan
+
+
+# ---- the chapter's cell equations, composed from autograd ops -----------------------------
+# `xp` is the input projection W_ih x_t + b_ih (B, G·H), computed outside the recurrence.
+def rnn_step(xp: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, nonlinearity: str = "tanh") -> Tensor:
+    """h_t = act(W_ih x_t + b_ih + W_hh h_{t−1} + b_hh)."""
+    a = xp + F.linear(h, w_hh, b_hh)  # (B, H)
+    return a.tanh() if nonlinearity == "tanh" else a.relu()
+
+
+def lstm_step(xp: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> tuple[Tensor, Tensor]:
+    """i, f, g, o = σ, σ, tanh, σ of (W_ih x_t + b_ih + W_hh h_{t−1} + b_hh), in torch's order;
+    c_t = f ⊙ c_{t−1} + i ⊙ g;  h_t = o ⊙ tanh(c_t)."""
+    i, f, g, o = (xp + F.linear(h, w_hh, b_hh)).chunk(4, dim=-1)  # 4 × (B, H)
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return o.sigmoid() * c.tanh(), c
+
+
+def gru_step(xp: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
+    """r = σ(W_ir x + b_ir + W_hr h + b_hr), z = σ(W_iz x + b_iz + W_hz h + b_hz),
+    n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)),  h_t = (1 − z) ⊙ n + z ⊙ h_{t−1}."""
+    x_r, x_z, x_n = xp.chunk(3, dim=-1)                     # 3 × (B, H)
+    h_r, h_z, h_n = F.linear(h, w_hh, b_hh).chunk(3, dim=-1)
+    r, z = (x_r + h_r).sigmoid(), (x_z + h_z).sigmoid()
+    n = (x_n + r * h_n).tanh()
+    return (1 - z) * n + z * h
+
+
+def _uniform_init(module: Module, hidden_size: int) -> None:
+    """torch's init for every recurrent weight and bias: U(−1/√H, 1/√H)."""
+    k = 1.0 / math.sqrt(hidden_size)
+    for p in module.parameters():
+        init.uniform_(p, -k, k)
+
+
+# ---- cells ----------------------------------------------------------------------------------
+class _CellBase(Module):
+    gates = 1
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, dtype=None):
+        super().__init__()
+        if input_size <= 0 or hidden_size <= 0:
+            raise ValueError(f"{type(self).__name__} needs positive sizes, got input_size={input_size}, "
+                             f"hidden_size={hidden_size}")
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
+        G = self.gates * hidden_size
+        self.weight_ih = Parameter(creation.zeros(G, input_size, dtype=dtype))   # (G·H, I)
+        self.weight_hh = Parameter(creation.zeros(G, hidden_size, dtype=dtype))  # (G·H, H)
+        if bias:
+            self.bias_ih = Parameter(creation.zeros(G, dtype=dtype))
+            self.bias_hh = Parameter(creation.zeros(G, dtype=dtype))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        _uniform_init(self, hidden_size)
+
+    def _input(self, x: Tensor) -> tuple[Tensor, bool]:
+        """(B, I) as is; an unbatched (I,) input becomes (1, I), as torch allows."""
+        if x.ndim not in (1, 2) or x.shape[-1] != self.input_size:
+            raise ValueError(f"{type(self).__name__} expects input (B, {self.input_size}) or "
+                             f"({self.input_size},), got shape {x.shape}")
+        return (x.unsqueeze(0), True) if x.ndim == 1 else (x, False)
+
+    def _state(self, h, x: Tensor, unbatched: bool):
+        if h is None:
+            return Tensor(xp_of(x.data).zeros((x.shape[0], self.hidden_size), dtype=x.dtype))
+        h = h.unsqueeze(0) if unbatched else h
+        if h.shape != (x.shape[0], self.hidden_size):
+            raise ValueError(f"{type(self).__name__}: hidden state has shape {h.shape}, "
+                             f"expected ({x.shape[0]}, {self.hidden_size})")
+        return h
+
+    def extra_repr(self) -> str:
+        return f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
+
+
+class RNNCell(_CellBase):
+    """h' = tanh(W_ih x + b_ih + W_hh h + b_hh) (or relu). x (B, I), h (B, H) -> h' (B, H)."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh",
+                 dtype=None):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+        super().__init__(input_size, hidden_size, bias, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, x: Tensor, hx: Tensor | None = None) -> Tensor:
+        x, unbatched = self._input(x)
+        h = self._state(hx, x, unbatched)
+        out = rnn_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh,
+                       self.nonlinearity)
+        return out.squeeze(0) if unbatched else out
+
+
+class LSTMCell(_CellBase):
+    """(h', c') from x (B, I) and (h, c) (B, H) each; gates i, f, g, o stacked in `weight_ih` (4H, I)."""
+
+    gates = 4
+
+    def forward(self, x: Tensor, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
+        x, unbatched = self._input(x)
+        h, c = (None, None) if hx is None else hx
+        h, c = self._state(h, x, unbatched), self._state(c, x, unbatched)
+        h, c = lstm_step(F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh)
+        return (h.squeeze(0), c.squeeze(0)) if unbatched else (h, c)
+
+
+class GRUCell(_CellBase):
+    """h' from x (B, I) and h (B, H); gates r, z, n stacked in `weight_ih` (3H, I)."""
+
+    gates = 3
+
+    def forward(self, x: Tensor, hx: Tensor | None = None) -> Tensor:
+        x, unbatched = self._input(x)
+        h = self._state(hx, x, unbatched)
+        out = gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh)
+        return out.squeeze(0) if unbatched else out
+
+
+# ---- multi-layer, optionally bidirectional layers ------------------------------------------
+def lengths_mask(lengths, batch: int, steps: int, xp=np):
+    """(B, T) bool mask, True on each sequence's real steps; None when every length is T.
+
+    `lengths` is a (B,) sequence of ints in 1..T (a list, NumPy array or Tensor).
+    """
+    if lengths is None:
+        return None
+    arr = lengths.numpy() if isinstance(lengths, Tensor) else to_numpy(lengths)  # (B,)
+    if arr.shape != (batch,) or arr.dtype.kind not in "iu":
+        raise ValueError(f"lengths must be {batch} integers (one per sequence), got {arr.dtype} of shape {arr.shape}")
+    if arr.size and (arr.min() < 1 or arr.max() > steps):
+        raise ValueError(f"lengths must lie in 1..{steps} (the padded length), got min {arr.min()}, max {arr.max()}")
+    if (arr == steps).all():
+        return None
+    return xp.asarray(np.arange(steps)[None, :] < arr[:, None])  # (B, T)
+
+
+class _RNNBase(Module):
+    """Shared by RNN, LSTM and GRU: parameters per layer and direction, the layer loop."""
+
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = True, dropout: float = 0.0, bidirectional: bool = False,
+                 dtype=None, fused: bool = True):
+        super().__init__()
+        if not batch_first:
+            raise ValueError("seqlab's recurrent layers are always batch-first (x is (B, T, input_size)); "
+                             "batch_first=False is not supported — transpose the input instead")
+        if input_size <= 0 or hidden_size <= 0 or num_layers <= 0:
+            raise ValueError(f"{type(self).__name__} needs positive sizes, got input_size={input_size}, "
+                             f"hidden_size={hidden_size}, num_layers={num_layers}")
+        if not 0.0 <= dropout <= 1.0:
+            raise ValueError(f"dropout must be in [0, 1], got {dropout}")
+        self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
+        self.num_layers, self.bias, self.batch_first = num_layers, bias, True
+        self.dropout, self.bidirectional, self.fused = float(dropout), bidirectional, fused
+        D, G = (2 if bidirectional else 1), GATES[mode] * hidden_size
+        for layer in range(num_layers):
+            in_size = input_size if layer == 0 else hidden_size * D
+            for d in range(D):
+                sfx = f"_l{layer}" + ("_reverse" if d else "")  # torch's names: the checkpoint contract
+                setattr(self, "weight_ih" + sfx, Parameter(creation.zeros(G, in_size, dtype=dtype)))
+                setattr(self, "weight_hh" + sfx, Parameter(creation.zeros(G, hidden_size, dtype=dtype)))
+                if bias:
+                    setattr(self, "bias_ih" + sfx, Parameter(creation.zeros(G, dtype=dtype)))
+                    setattr(self, "bias_hh" + sfx, Parameter(creation.zeros(G, dtype=dtype)))
+        _uniform_init(self, hidden_size)
+
+    @property
+    def num_directions(self) -> int:
+        return 2 if self.bidirectional else 1
+
+    def _weights(self, layer: int, d: int):
+        sfx = f"_l{layer}" + ("_reverse" if d else "")
+        get = self._parameters.get
+        return get("weight_ih" + sfx), get("weight_hh" + sfx), get("bias_ih" + sfx), get("bias_hh" + sfx)
+
+    def _check_state(self, h, name: str, batch: int):
+        want = (self.num_layers * self.num_directions, batch, self.hidden_size)
+        if not isinstance(h, Tensor):
+            raise TypeError(f"{type(self).__name__}: {name} must be a Tensor of shape {want}, got {type(h).__name__}")
+        if h.shape != want:
+            raise ValueError(f"{type(self).__name__}: {name} has shape {h.shape}, expected {want} "
+                             f"(num_layers * num_directions, B, hidden_size)")
+        return h
+
+    def _run(self, x: Tensor, h0, c0, lengths):
+        """The layer loop shared by the three subclasses; returns (output, h_n, c_n or None)."""
+        if x.ndim != 3 or x.shape[-1] != self.input_size:
+            raise ValueError(f"{type(self).__name__} expects x of shape (B, T, {self.input_size}) "
+                             f"(batch first), got {x.shape}")
+        B, T, _ = x.shape
+        xp = xp_of(x.data)
+        mask = lengths_mask(lengths, B, T, xp)                     # (B, T) or None
+        L, D, H = self.num_layers, self.num_directions, self.hidden_size
+        zeros = xp.zeros((L * D, B, H), dtype=x.dtype)
+        h0 = zeros if h0 is None else self._check_state(h0, "h0", B)
+        if self.mode == "lstm":
+            c0 = zeros if c0 is None else self._check_state(c0, "c0", B)
+        layer_in, h_n, c_n = x, [], []
+        for layer in range(L):
+            outs = []
+            for d in range(D):
+                w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
+                k = layer * D + d
+                xproj = F.linear(layer_in, w_ih, b_ih)             # (B, T, G·H): every step in one matmul
+                c_k = c0[k] if self.mode == "lstm" else None
+                run = self._scan_fused if self.fused else self._scan_composed
+                out, h, c = run(xproj, h0[k], c_k, w_hh, b_hh, bool(d), mask)
+                outs.append(out)
+                h_n.append(h)
+                c_n.append(c)
+            layer_in = outs[0] if D == 1 else creation.cat(outs, dim=-1)  # (B, T, D·H)
+            if self.dropout and self.training and layer < L - 1:
+                layer_in = F.dropout(layer_in, self.dropout)
+        h_n = creation.stack([_as_tensor(h) for h in h_n], dim=0)      # (L·D, B, H)
+        c_n = creation.stack([_as_tensor(c) for c in c_n], dim=0) if self.mode == "lstm" else None
+        return layer_in, h_n, c_n
+
+    def _scan_fused(self, xproj, h0, c0, w_hh, b_hh, reverse, mask):
+        T = xproj.shape[1]
+        packed = RecurrentScan.apply(xproj, h0, c0, w_hh, b_hh, mode=self.mode, reverse=reverse,
+                                     mask=mask)                     # (B, T + S, H)
+        c = packed[:, T + 1] if self.mode == "lstm" else None
+        return packed[:, :T], packed[:, T], c
+
+    def _scan_composed(self, xproj, h0, c0, w_hh, b_hh, reverse, mask):
+        """The same recurrence, one composed cell per step (the reference the kernel is held to)."""
+        T = xproj.shape[1]
+        h, c = _as_tensor(h0), (None if c0 is None else _as_tensor(c0))
+        outs = [None] * T
+        for t in (range(T - 1, -1, -1) if reverse else range(T)):
+            x_t = xproj[:, t]                                       # (B, G·H)
+            if self.mode == "lstm":
+                h_new, c_new = lstm_step(x_t, h, c, w_hh, b_hh)
+            elif self.mode == "gru":
+                h_new, c_new = gru_step(x_t, h, w_hh, b_hh), None
+            else:
+                h_new, c_new = rnn_step(x_t, h, w_hh, b_hh, self.mode[4:]), None
+            if mask is None:
+                h, c, outs[t] = h_new, c_new, h_new
+            else:  # past a sequence's end the state is carried and the output is 0
+                m = mask[:, t, None]                                # (B, 1)
+                h, outs[t] = creation.where(m, h_new, h), creation.where(m, h_new, 0.0)
+                c = None if c is None else creation.where(m, c_new, c)
+        return creation.stack(outs, dim=1), h, c                    # (B, T, H)
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if not self.bias:
+            s += ", bias=False"
+        if self.dropout:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional:
+            s += ", bidirectional=True"
+        return s + ", batch_first=True"
+
+
+def _as_tensor(a) -> Tensor:
+    return a if isinstance(a, Tensor) else Tensor(a)
+
+
+class RNN(_RNNBase):
+    """Elman RNN, h_t = tanh(W_ih x_t + b_ih + W_hh h_{t−1} + b_hh) (or relu), stacked and/or bidirectional.
+
+    forward(x (B, T, I), hx (L·D, B, H) = zeros, lengths (B,) = None)
+      -> (output (B, T, D·H), h_n (L·D, B, H)).
+    With `lengths`, outputs past each sequence's length are 0 and h_n is taken at its
+    last real step (the reverse direction starts there), as torch's packed sequences.
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity: str = "tanh",
+                 bias: bool = True, batch_first: bool = True, dropout: float = 0.0, bidirectional: bool = False,
+                 dtype=None, fused: bool = True):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+        super().__init__("rnn_" + nonlinearity, input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, dtype, fused)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, x: Tensor, hx: Tensor | None = None, lengths=None) -> tuple[Tensor, Tensor]:
+        out, h_n, _ = self._run(x, hx, None, lengths)
+        return out, h_n
+
+
+class LSTM(_RNNBase):
+    """LSTM (Hochreiter & Schmidhuber 1997), torch's gate order i, f, g, o.
+
+    forward(x (B, T, I), hx = (h0, c0) each (L·D, B, H) or None, lengths (B,) = None)
+      -> (output (B, T, D·H), (h_n, c_n)), each state (L·D, B, H).
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = True, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
+                 dtype=None, fused: bool = True):
+        if proj_size:
+            raise ValueError(f"proj_size={proj_size} (LSTM with projections) is not supported; use proj_size=0")
+        super().__init__("lstm", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         dtype, fused)
+
+    def forward(self, x: Tensor, hx: tuple[Tensor, Tensor] | None = None,
+                lengths=None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        if hx is not None and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
+            raise TypeError("LSTM hx must be a tuple (h0, c0)")
+        h0, c0 = (None, None) if hx is None else hx
+        out, h_n, c_n = self._run(x, h0, c0, lengths)
+        return out, (h_n, c_n)
+
+
+class GRU(_RNNBase):
+    """GRU (Cho et al. 2014), torch's gate order r, z, n with n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)).
+
+    forward(x (B, T, I), hx (L·D, B, H) = zeros, lengths (B,) = None)
+      -> (output (B, T, D·H), h_n (L·D, B, H)).
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = True, dropout: float = 0.0, bidirectional: bool = False, dtype=None,
+                 fused: bool = True):
+        super().__init__("gru", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         dtype, fused)
+
+    def forward(self, x: Tensor, hx: Tensor | None = None, lengths=None) -> tuple[Tensor, Tensor]:
+        out, h_n, _ = self._run(x, hx, None, lengths)
+        return out, h_n

@@ -1,0 +1,216 @@
+"""Fused recurrent kernels: one Function runs a whole layer-direction over time.
+
+Why a hand-written backward (STYLE habit 2: speed): composed from primitive
+ops, one LSTM step records ~20 graph nodes, so 1,000 steps record 20,000
+and the backward walks them all in Python. Here the forward is a NumPy loop
+over the chapter's cell equations and the backward is the matching loop of
+hand-derived cell gradients (BPTT, the chapter's 7.2.2), with:
+
+- the input projection W_ih x_t + b_ih for ALL steps done before the scan,
+  by the caller, in one matmul (it has no recurrence);
+- one matmul per step for all gates, h_{t−1} W_hhᵀ (G·H columns);
+- ∂L/∂W_hh accumulated as ONE matmul after the backward loop.
+
+Each cell's step and its backward sit side by side below; the plain formulas
+are in the docstrings, and tests/recurrent holds the kernel to the composed
+cells of `seqlab.nn.recurrent` (and both to torch).
+
+Gate order and formulas are torch's: LSTM (i, f, g, o), GRU (r, z, n) with
+n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)).
+"""
+from __future__ import annotations
+
+from seqlab.autograd.function import Function
+from seqlab.backend import xp_of
+
+MODES = ("rnn_tanh", "rnn_relu", "lstm", "gru")
+GATES = {"rnn_tanh": 1, "rnn_relu": 1, "lstm": 4, "gru": 3}
+
+
+def _sigmoid(x):
+    """σ(x) = ½(1 + tanh(x/2)): one transcendental, no overflow for any x."""
+    xp = xp_of(x)
+    return 0.5 * (1.0 + xp.tanh(0.5 * x))
+
+
+# ---- cells: step(x_t, state, hh) -> (new_state, cache); back(d_new, cache) -> (dx_t, dhh_t, d_prev) ----
+# `x_t` is the precomputed W_ih x_t + b_ih (B, G·H); `hh` is W_hh h_{t−1} + b_hh (B, G·H).
+# `back` returns dx_t (B, G·H), dhh_t (B, G·H) (the gradient of hh) and the gradient of
+# the previous state WITHOUT the W_hh path, which the scan adds once: dh_{t−1} += dhh_t W_hh.
+
+def rnn_tanh_step(x, state, hh):
+    """h_t = tanh(W_ih x_t + b_ih + W_hh h_{t−1} + b_hh)."""
+    h = xp_of(x).tanh(x + hh)
+    return (h,), h
+
+
+def rnn_tanh_back(d, h):
+    da = d[0] * (1 - h * h)  # tanh' = 1 − tanh²
+    return da, da, (None,)
+
+
+def rnn_relu_step(x, state, hh):
+    """h_t = relu(W_ih x_t + b_ih + W_hh h_{t−1} + b_hh)."""
+    h = xp_of(x).maximum(x + hh, 0)
+    return (h,), h
+
+
+def rnn_relu_back(d, h):
+    da = d[0] * (h > 0)
+    return da, da, (None,)
+
+
+def lstm_step(x, state, hh):
+    """(i, f, g, o) = (σ, σ, tanh, σ)(W_ih x_t + b_ih + W_hh h_{t−1} + b_hh);
+    c_t = f ⊙ c_{t−1} + i ⊙ g;  h_t = o ⊙ tanh(c_t)."""
+    xp = xp_of(x)
+    _, c_prev = state
+    H = c_prev.shape[-1]
+    a = x + hh                                   # (B, 4H)
+    gates = _sigmoid(a)                          # i, f, o use σ; g is overwritten below
+    gates[:, 2 * H:3 * H] = xp.tanh(a[:, 2 * H:3 * H])
+    i, f, g, o = (gates[:, k * H:(k + 1) * H] for k in range(4))
+    c = f * c_prev + i * g
+    tc = xp.tanh(c)
+    return (o * tc, c), (gates, c_prev, tc)
+
+
+def lstm_back(d, cache):
+    """dc = dc_t + dh_t ⊙ o ⊙ (1 − tanh² c_t);  di = dc ⊙ g, df = dc ⊙ c_{t−1}, dg = dc ⊙ i,
+    do = dh_t ⊙ tanh c_t; each times its activation's derivative; dc_{t−1} = dc ⊙ f."""
+    xp = xp_of(cache[0])
+    gates, c_prev, tc = cache
+    dh, dc_next = d
+    H = tc.shape[-1]
+    i, f, g, o = (gates[:, k * H:(k + 1) * H] for k in range(4))
+    dc = dh * o * (1 - tc * tc)
+    if dc_next is not None:
+        dc = dc + dc_next
+    da = xp.empty_like(gates)                    # (B, 4H)
+    da[:, 0:H] = dc * g * i * (1 - i)
+    da[:, H:2 * H] = dc * c_prev * f * (1 - f)
+    da[:, 2 * H:3 * H] = dc * i * (1 - g * g)
+    da[:, 3 * H:] = dh * tc * o * (1 - o)
+    return da, da, (None, dc * f)
+
+
+def gru_step(x, state, hh):
+    """r = σ(x_r + hh_r), z = σ(x_z + hh_z), n = tanh(x_n + r ⊙ hh_n);
+    h_t = (1 − z) ⊙ n + z ⊙ h_{t−1}   (torch's GRU: b_hn stays inside r ⊙ (·))."""
+    xp = xp_of(x)
+    (h_prev,) = state
+    H = h_prev.shape[-1]
+    rz = _sigmoid(x[:, :2 * H] + hh[:, :2 * H])  # (B, 2H)
+    r, z = rz[:, :H], rz[:, H:]
+    hh_n = hh[:, 2 * H:]
+    n = xp.tanh(x[:, 2 * H:] + r * hh_n)
+    h = n + z * (h_prev - n)
+    return (h,), (r, z, n, hh_n, h_prev)
+
+
+def gru_back(d, cache):
+    """dn = dh ⊙ (1 − z), dz = dh ⊙ (h_{t−1} − n), dh_{t−1} (direct) = dh ⊙ z;
+    da_n = dn ⊙ (1 − n²), dr = da_n ⊙ hh_n; d hh_n = da_n ⊙ r."""
+    xp = xp_of(cache[0])
+    r, z, n, hh_n, h_prev = cache
+    (dh,) = d
+    H = n.shape[-1]
+    da_n = dh * (1 - z) * (1 - n * n)
+    dx = xp.empty((dh.shape[0], 3 * H), dtype=dh.dtype)  # (B, 3H)
+    dx[:, :H] = da_n * hh_n * r * (1 - r)
+    dx[:, H:2 * H] = dh * (h_prev - n) * z * (1 - z)
+    dx[:, 2 * H:] = da_n
+    dhh = dx.copy()
+    dhh[:, 2 * H:] = da_n * r
+    return dx, dhh, (dh * z,)
+
+
+CELLS = {
+    "rnn_tanh": (rnn_tanh_step, rnn_tanh_back),
+    "rnn_relu": (rnn_relu_step, rnn_relu_back),
+    "lstm": (lstm_step, lstm_back),
+    "gru": (gru_step, gru_back),
+}
+
+
+class RecurrentScan(Function):
+    """One direction of one recurrent layer over a whole (padded) batch.
+
+    Inputs: xproj (B, T, G·H) = W_ih x_t + b_ih for every step; h0 (B, H);
+    c0 (B, H) for the LSTM, else None; w_hh (G·H, H); b_hh (G·H,) or None.
+    Params: mode (one of MODES); reverse (run t = T−1 … 0); mask (B, T) bool,
+    True on real steps, or None when every sequence has length T.
+
+    Returns one array (B, T + S, H) with S = number of state arrays: rows
+    0..T−1 are the outputs h_t (zero where mask is False) and rows T, T+1
+    the final h_n (and c_n). Where mask is False the state is carried
+    unchanged, so the forward direction ends at each sequence's last real
+    step and the reverse direction starts there from h0 — what torch's
+    packed sequences compute.
+    """
+
+    def forward(self, xproj, h0, c0, w_hh, b_hh, mode="lstm", reverse=False, mask=None):
+        xp = xp_of(xproj)
+        step, _ = CELLS[mode]
+        B, T, _ = xproj.shape
+        state = (h0, c0) if mode == "lstm" else (h0,)
+        H = h0.shape[-1]
+        xs = xproj.transpose(1, 0, 2)                          # (T, B, G·H) view
+        ms = None if mask is None else mask.T[:, :, None]      # (T, B, 1)
+        out = xp.zeros((T + len(state), B, H), dtype=xproj.dtype)
+        h_prev = xp.empty((T, B, H), dtype=xproj.dtype)        # h_{t−1} of every step, for dW_hh
+        caches = [None] * T
+        order = range(T - 1, -1, -1) if reverse else range(T)
+        for t in order:
+            h_prev[t] = state[0]
+            hh = state[0] @ w_hh.T                             # (B, G·H): one matmul for all gates
+            if b_hh is not None:
+                hh += b_hh
+            new, caches[t] = step(xs[t], state, hh)
+            if ms is None:
+                state, out[t] = new, new[0]
+            else:
+                m = ms[t]
+                state = tuple(xp.where(m, a, b) for a, b in zip(new, state))
+                out[t] = new[0] * m
+        for k, s in enumerate(state):
+            out[T + k] = s
+        msf = None if ms is None else ms.astype(xproj.dtype)   # (T, B, 1) as 0./1. for the backward
+        self.saved = (caches, h_prev, w_hh, msf)
+        self.mode, self.order, self.has_bias, self.n_state = mode, order, b_hh is not None, len(state)
+        return xp.ascontiguousarray(out.transpose(1, 0, 2))   # (B, T + S, H)
+
+    def backward(self, grad):
+        caches, h_prev, w_hh, ms = self.saved
+        _, back = CELLS[self.mode]
+        xp = xp_of(grad)
+        g = grad.transpose(1, 0, 2)                            # (T + S, B, H) view
+        T, B, _ = h_prev.shape
+        d_state = [g[T + k].copy() for k in range(self.n_state)]  # ∂L/∂(h_n, c_n)
+        dx = xp.empty((T, B, w_hh.shape[0]), dtype=grad.dtype)   # (T, B, G·H)
+        dhh = dx if self.mode != "gru" else xp.empty_like(dx)
+        for t in reversed(self.order):
+            d_h = d_state[0] + g[t]                            # from step t+1 and from output t
+            if ms is None:
+                d_new, keep = [d_h] + d_state[1:], None
+            else:
+                m = ms[t]
+                d_new = [d_h * m] + [d * m for d in d_state[1:]]
+                keep = [d_state[0] * (1 - m)] + [d * (1 - m) for d in d_state[1:]]
+            dx_t, dhh_t, d_prev = back(tuple(d_new), caches[t])
+            dx[t] = dx_t
+            if dhh is not dx:
+                dhh[t] = dhh_t
+            dh = dhh_t @ w_hh                                  # (B, H): the recurrent path
+            if d_prev[0] is not None:
+                dh += d_prev[0]
+            d_state = [dh] + list(d_prev[1:])
+            if keep is not None:                               # padded steps pass the state through
+                d_state = [a + k for a, k in zip(d_state, keep)]
+        G = w_hh.shape[0]
+        d_whh = dhh.reshape(-1, G).T @ h_prev.reshape(-1, h_prev.shape[-1])  # (G·H, H), one matmul
+        d_bhh = dhh.sum(axis=(0, 1)) if self.has_bias else None
+        d_x = dx.transpose(1, 0, 2)                            # (B, T, G·H)
+        d_h0 = d_state[0]
+        d_c0 = d_state[1] if self.n_state > 1 else None
+        return d_x, d_h0, d_c0, d_whh, d_bhh

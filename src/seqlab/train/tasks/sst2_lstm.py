@@ -1,0 +1,92 @@
+"""sst2-lstm: the BiLSTM baseline on SST-2, same data, vocabulary and budget as sst2-transformer.
+
+Embedding -> bidirectional seqlab.nn.LSTM over the real tokens (lengths) ->
+[forward final state; backward final state] of the top layer -> Dropout -> Linear.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from seqlab.train.config import TrainConfig
+from seqlab.train.tasks.base import Task, require
+from seqlab.train.tasks.classify import TextClassification
+from seqlab.train.tasks.text import run_tokenizer, sst2_splits
+
+NAME = "sst2-lstm"
+DESCRIPTION = "SST-2 sentiment, bidirectional LSTM baseline"
+
+
+@dataclass
+class Config(TrainConfig):
+    max_steps: int = 6000
+    batch_size: int = 64
+    lr: float = 2e-3
+    weight_decay: float = 0.01
+    schedule: str = "warmup_cosine"
+    warmup_steps: int = 100
+    min_lr: float = 1e-5
+    clip_grad_norm: float = 5.0
+    eval_every: int = 250
+    checkpoint_every: int = 250
+    log_every: int = 10
+    metric: str = "val_acc"
+    metric_mode: str = "max"
+    max_minutes: float = 20.0
+    vocab_size: int = 10000
+    max_len: int = 64
+    embed_dim: int = 128
+    hidden_size: int = 128
+    num_layers: int = 1
+    dropout: float = 0.3
+    max_train_examples: int = 0
+    max_dev_examples: int = 0
+
+
+def make_model(vocab_size: int, embed_dim: int, hidden_size: int, num_layers: int, dropout: float, pad_id: int):
+    from seqlab import cat, nn
+
+    LSTM = require("seqlab.nn", "LSTM", NAME)
+
+    class BiLSTMClassifier(nn.Module):
+        """ids (B, T), attention_mask (B, T) -> logits (B, 2)."""
+
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=pad_id)
+            self.lstm = LSTM(embed_dim, hidden_size, num_layers, batch_first=True, bidirectional=True,
+                             dropout=dropout if num_layers > 1 else 0.0)
+            self.dropout = nn.Dropout(dropout)
+            self.classifier = nn.Linear(2 * hidden_size, 2)
+
+        def forward(self, input_ids, attention_mask=None):
+            ids = np.asarray(input_ids)
+            lengths = np.asarray(attention_mask).sum(1) if attention_mask is not None else None  # (B,)
+            x = self.dropout(self.embedding(ids))                      # (B, T, E)
+            _, (h_n, _) = self.lstm(x, lengths=lengths)                 # h_n (L·2, B, H)
+            h = cat([h_n[-2], h_n[-1]], dim=-1)                         # (B, 2H) top layer, both directions
+            return self.classifier(self.dropout(h))                    # (B, 2)
+
+    return BiLSTMClassifier()
+
+
+def build(config: Config, run_dir: Path | None = None, data_dir: Path | None = None, training: bool = True) -> Task:
+    require("seqlab.nn", "LSTM", NAME)
+    train, dev = sst2_splits(data_dir, config.max_train_examples, config.max_dev_examples, NAME) if training else ([], [])
+    Tokenizer = require("seqlab.data", "Tokenizer", NAME)
+    tok = run_tokenizer(run_dir, (lambda: Tokenizer.train_wordpiece([s for s, _ in train], config.vocab_size))
+                        if training else None, task=NAME)
+    model = make_model(tok.vocab_size, config.embed_dim, config.hidden_size, config.num_layers, config.dropout,
+                       tok.pad_token_id)
+    clf = TextClassification(tok.encode_batch, tok.pad_token_id, config.batch_size, config.max_len)
+    model_config = {"vocab_size": tok.vocab_size, "embed_dim": config.embed_dim, "hidden_size": config.hidden_size,
+                    "num_layers": config.num_layers, "bidirectional": True, "num_classes": 2}
+    task = Task(model=model, model_config=model_config, predict=clf.predict)
+    if training:
+        task.batches = clf.batches([s for s, _ in train], [y for _, y in train])
+        task.loss_fn = clf.loss_fn
+        task.evaluate = clf.evaluate([s for s, _ in dev], [y for _, y in dev])
+        task.info = {"train_examples": len(train), "dev_examples": len(dev), "vocab_size": tok.vocab_size}
+    return task

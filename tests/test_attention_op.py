@@ -1,0 +1,169 @@
+"""scaled_dot_product_attention (issue 2 §3): masks, causality, fully masked rows, the fused backward."""
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+from helpers import check_op
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import seqlab
+import seqlab.functional as F
+from seqlab.autograd.ops import fused
+
+FEW = settings(max_examples=15, deadline=None)
+
+
+@FEW
+@given(b=st.integers(1, 2), h=st.integers(1, 3), tq=st.integers(1, 5), tk=st.integers(1, 5), d=st.integers(1, 4),
+       dv=st.integers(1, 4))
+def test_sdpa_shapes(b, h, tq, tk, d, dv):
+    check_op(F.scaled_dot_product_attention, TF.scaled_dot_product_attention,
+             [(b, h, tq, d), (b, h, tk, d), (b, h, tk, dv)])
+
+
+@pytest.mark.parametrize("shapes", [[(5, 3), (4, 3), (4, 2)],                        # no batch
+                                    [(2, 1, 5, 3), (2, 4, 4, 3), (2, 4, 4, 2)],      # broadcast query heads
+                                    [(2, 4, 5, 3), (1, 4, 3), (1, 4, 3)]])            # broadcast key/value batch
+def test_sdpa_broadcasting(shapes):
+    check_op(F.scaled_dot_product_attention, TF.scaled_dot_product_attention, shapes)
+
+
+def test_sdpa_bool_mask_true_means_may_attend():
+    mask = np.random.default_rng(0).random((1, 1, 4, 6)) > 0.4
+    mask[..., 0] = True  # every row keeps one key (torch gives NaN for fully masked rows)
+    check_op(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+             lambda q, k, v, m: TF.scaled_dot_product_attention(q, k, v, attn_mask=m),
+             [(2, 2, 4, 3), (2, 2, 6, 3), (2, 2, 6, 3), mask])
+
+
+def test_sdpa_float_mask_is_added_and_gets_a_gradient():
+    check_op(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+             lambda q, k, v, m: TF.scaled_dot_product_attention(q, k, v, attn_mask=m),
+             [(2, 2, 4, 3), (2, 2, 6, 3), (2, 2, 6, 3), (2, 1, 4, 6)])
+
+
+def test_sdpa_float_mask_constant():
+    bias = np.where(np.random.default_rng(1).random((4, 6)) > 0.5, -1e9, 0.0)
+    bias[:, 0] = 0
+    check_op(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=bias),
+             lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, attn_mask=torch.from_numpy(bias).to(q.dtype)),
+             [(2, 4, 3), (2, 6, 3), (2, 6, 3)])
+
+
+@pytest.mark.parametrize("tq, tk", [(5, 5), (3, 5)])
+def test_sdpa_is_causal(tq, tk):
+    check_op(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+             lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True),
+             [(2, 2, tq, 4), (2, 2, tk, 4), (2, 2, tk, 4)])
+
+
+def test_sdpa_scale_and_dropout_p0():
+    check_op(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, dropout_p=0.0, scale=0.3),
+             lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, dropout_p=0.0, scale=0.3),
+             [(2, 3, 4), (2, 5, 4), (2, 5, 4)])
+
+
+def test_fully_masked_row_gives_zeros_and_finite_grads():
+    rng = np.random.default_rng(2)
+    q, k, v = (seqlab.tensor(rng.standard_normal(s), requires_grad=True) for s in [(1, 3, 4), (1, 5, 4), (1, 5, 4)])
+    mask = np.ones((3, 5), dtype=bool)
+    mask[1] = False  # query 1 may attend to nothing
+    out, w = F.attention(q, k, v, attn_mask=mask)
+    out.backward(rng.standard_normal(out.shape))
+    assert np.all(out.numpy()[0, 1] == 0) and np.all(w.numpy()[0, 1] == 0)
+    for t in (q, k, v):
+        assert np.all(np.isfinite(t.grad))
+    assert np.all(q.grad[0, 1] == 0)
+    # the other rows are unaffected: equal to torch on those rows
+    qt, kt, vt = (torch.from_numpy(t.numpy()) for t in (q, k, v))
+    ref = TF.scaled_dot_product_attention(qt, kt, vt, attn_mask=torch.from_numpy(mask))
+    np.testing.assert_allclose(out.numpy()[0, [0, 2]], ref.numpy()[0, [0, 2]], rtol=1e-12)
+
+
+def test_fully_masked_by_float_minus_inf_gives_zeros():
+    bias = np.zeros((2, 2))
+    bias[0] = -np.inf
+    q, k, v = (seqlab.randn(2, 3, requires_grad=True, dtype=np.float64) for _ in range(3))
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+    out.sum().backward()
+    assert np.all(out.numpy()[0] == 0) and all(np.all(np.isfinite(t.grad)) for t in (q, k, v))
+
+
+def _attention_composed(q, k, v, bias):
+    """softmax(q kᵀ/√d + bias) v from primitive ops only (no fused backward)."""
+    s = q @ k.transpose(-1, -2) * (1.0 / math.sqrt(q.shape[-1])) + bias
+    e = (s - s.amax(-1, keepdim=True).detach()).exp()
+    return (e / e.sum(-1, keepdim=True)) @ v
+
+
+def test_attention_fused_backward_equals_composed():
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal(s) for s in [(2, 2, 4, 3), (2, 2, 5, 3), (2, 2, 5, 6), (1, 2, 4, 5)]]
+    g = rng.standard_normal((2, 2, 4, 6))
+    a = [seqlab.tensor(x, requires_grad=True) for x in arrays]
+    b = [seqlab.tensor(x, requires_grad=True) for x in arrays]
+    out1 = F.scaled_dot_product_attention(*a[:3], attn_mask=a[3])
+    assert isinstance(out1._ctx, fused.Attention)
+    out2 = _attention_composed(*b)
+    np.testing.assert_allclose(out1.numpy(), out2.numpy(), rtol=1e-12, atol=1e-14)
+    out1.backward(g)
+    out2.backward(g)
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x.grad, y.grad, rtol=1e-10, atol=1e-13)
+
+
+def test_attention_returns_weights_that_sum_to_one():
+    q, k, v = seqlab.randn(2, 4, 3), seqlab.randn(2, 6, 3), seqlab.randn(2, 6, 3)
+    out, w = F.attention(q, k, v, is_causal=True)
+    assert w.shape == (2, 4, 6)
+    np.testing.assert_allclose(w.numpy().sum(-1), 1.0, rtol=1e-6)
+    assert np.all(np.triu(w.numpy()[0], 1) == 0)
+    with seqlab.no_grad():
+        out2, w2 = F.attention(q, k, v, is_causal=True)
+    np.testing.assert_allclose(w2.numpy(), w.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(out2.numpy(), out.numpy(), rtol=1e-6)
+
+
+def test_attention_dropout_reproducible_and_scaled():
+    q, k, v = seqlab.randn(1, 8, 4), seqlab.randn(1, 8, 4), seqlab.randn(1, 8, 4)
+    seqlab.manual_seed(5)
+    a = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5).numpy()
+    seqlab.manual_seed(5)
+    b = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5).numpy()
+    c = F.scaled_dot_product_attention(q, k, v).numpy()
+    np.testing.assert_array_equal(a, b)
+    assert not np.allclose(a, c)
+
+
+def test_attention_dropout_backward_matches_composed():
+    """With a fixed keep mask, the fused backward equals (softmax ⊙ keep/(1−p)) v composed."""
+    rng = np.random.default_rng(4)
+    arrays = [rng.standard_normal(s) for s in [(2, 4, 3), (2, 5, 3), (2, 5, 3)]]
+    a = [seqlab.tensor(x, requires_grad=True) for x in arrays]
+    b = [seqlab.tensor(x, requires_grad=True) for x in arrays]
+    seqlab.manual_seed(9)
+    out1 = F.scaled_dot_product_attention(*a, dropout_p=0.3)
+    keep = out1._ctx.drop  # keep / (1 − p)
+    s = b[0] @ b[1].transpose(-1, -2) * (1 / math.sqrt(3))
+    e = (s - s.amax(-1, keepdim=True).detach()).exp()
+    out2 = (e / e.sum(-1, keepdim=True) * keep) @ b[2]
+    np.testing.assert_allclose(out1.numpy(), out2.numpy(), rtol=1e-12)
+    g = rng.standard_normal(out1.shape)
+    out1.backward(g)
+    out2.backward(g)
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x.grad, y.grad, rtol=1e-10, atol=1e-13)
+
+
+def test_sdpa_mask_and_is_causal_together_is_an_error():
+    q = seqlab.randn(2, 3)
+    with pytest.raises(ValueError, match="is_causal"):
+        F.scaled_dot_product_attention(q, q, q, attn_mask=np.ones((2, 2), bool), is_causal=True)
+
+
+def test_sdpa_shape_errors_name_the_shapes():
+    with pytest.raises(ValueError, match=r"\(2, 3\).*\(4, 5\)"):
+        F.scaled_dot_product_attention(seqlab.randn(2, 3), seqlab.randn(4, 5), seqlab.randn(4, 5))

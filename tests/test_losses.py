@@ -1,0 +1,131 @@
+"""Losses (issue 2 §3): cross_entropy in every mode, nll, mse, BCE with logits."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+from helpers import check_op
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import seqlab
+import seqlab.functional as F
+from seqlab.autograd.ops import fused
+
+FEW = settings(max_examples=15, deadline=None)
+
+
+def _targets(shape, c, ignore_every=0, seed=0):
+    t = np.random.default_rng(seed).integers(0, c, shape)
+    if ignore_every:
+        t.reshape(-1)[::ignore_every] = -100
+    return t
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.1])
+@pytest.mark.parametrize("ignore_every", [0, 3])
+def test_cross_entropy_2d(reduction, label_smoothing, ignore_every):
+    tgt = _targets((7,), 5, ignore_every)
+    kw = dict(reduction=reduction, label_smoothing=label_smoothing)
+    check_op(lambda x, t: F.cross_entropy(x, t, **kw), lambda x, t: TF.cross_entropy(x, t, **kw), [(7, 5), tgt])
+
+
+@FEW
+@given(n=st.integers(1, 3), c=st.integers(2, 5), d=st.lists(st.integers(1, 3), min_size=1, max_size=2),
+       reduction=st.sampled_from(["mean", "sum", "none"]), smoothing=st.sampled_from([0.0, 0.2]))
+def test_cross_entropy_nd_layout(n, c, d, reduction, smoothing):
+    """Logits (N, C, d1, ...) with targets (N, d1, ...), as torch (e.g. (B, V, T) for a language model)."""
+    tgt = _targets((n,) + tuple(d), c, ignore_every=4, seed=n + c)
+    kw = dict(reduction=reduction, label_smoothing=smoothing)
+    if reduction == "mean" and np.all(tgt == -100):
+        tgt.reshape(-1)[0] = 0
+    check_op(lambda x, t: F.cross_entropy(x, t, **kw), lambda x, t: TF.cross_entropy(x, t, **kw),
+             [(n, c) + tuple(d), tgt])
+
+
+def test_cross_entropy_custom_ignore_index_and_1d_logits():
+    tgt = np.array([0, 2, 2, 1])
+    check_op(lambda x, t: F.cross_entropy(x, t, ignore_index=2), lambda x, t: TF.cross_entropy(x, t, ignore_index=2),
+             [(4, 3), tgt])
+    for red in ("mean", "none"):
+        check_op(lambda x, t: F.cross_entropy(x, t, reduction=red),
+                 lambda x, t: TF.cross_entropy(x, t, reduction=red), [(6,), np.array(4)])
+
+
+def test_cross_entropy_all_ignored_is_nan_like_torch():
+    x = np.random.default_rng(0).standard_normal((3, 4))
+    t = np.full(3, -100)
+    ours = F.cross_entropy(seqlab.tensor(x), t).item()
+    theirs = TF.cross_entropy(torch.from_numpy(x), torch.from_numpy(t)).item()
+    assert np.isnan(ours) and np.isnan(theirs)
+    assert F.cross_entropy(seqlab.tensor(x), t, reduction="sum").item() == 0.0
+
+
+def test_cross_entropy_stable_for_huge_logits_float32():
+    x = np.array([[1e4, -1e4, 0.0], [-1e4, 1e4, 3.0]], dtype=np.float32)
+    check_op(lambda x, t: F.cross_entropy(x, t), lambda x, t: TF.cross_entropy(x, t), [x, np.array([1, 1])],
+             dtypes=("float32",), gradcheck_=False)
+
+
+def test_cross_entropy_fused_backward_equals_composed():
+    """The fused softmax-cross-entropy gradient (p − q) against −Σ q·log_softmax built from primitives."""
+    rng = np.random.default_rng(1)
+    x_np = rng.standard_normal((6, 5))
+    tgt = np.array([0, 4, -100, 2, 2, 1])
+    eps = 0.1
+    x1, x2 = seqlab.tensor(x_np, requires_grad=True), seqlab.tensor(x_np, requires_grad=True)
+    loss1 = F.cross_entropy(x1, tgt, label_smoothing=eps)
+    assert isinstance(loss1._ctx, fused.CrossEntropy)
+    valid = tgt != -100
+    q = np.where(valid[:, None], (1 - eps) * np.eye(5)[np.where(valid, tgt, 0)] + eps / 5, 0.0)
+    s = x2 - x2.amax(-1, keepdim=True).detach()
+    logp = s - s.exp().sum(-1, keepdim=True).log()
+    loss2 = -(logp * q).sum() / valid.sum()
+    np.testing.assert_allclose(loss1.item(), loss2.item(), rtol=1e-12)
+    loss1.backward()
+    loss2.backward()
+    np.testing.assert_allclose(x1.grad, x2.grad, rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_nll_loss(reduction):
+    tgt = np.array([1, 0, -100, 3])
+    check_op(lambda x, t: F.nll_loss(F.log_softmax(x, -1), t, reduction=reduction),
+             lambda x, t: TF.nll_loss(TF.log_softmax(x, -1), t, reduction=reduction), [(4, 4), tgt])
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_mse_loss(reduction):
+    check_op(lambda a, b: F.mse_loss(a, b, reduction=reduction), lambda a, b: TF.mse_loss(a, b, reduction=reduction),
+             [(3, 4), (3, 4)])
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("pos_weight", [False, True])
+def test_bce_with_logits(reduction, pos_weight):
+    rng = np.random.default_rng(2)
+    y = rng.random((4, 3))
+    kw = dict(reduction=reduction)
+    if pos_weight:
+        pw = np.array([0.5, 2.0, 3.0])
+        check_op(lambda x, y: F.binary_cross_entropy_with_logits(x, y, pos_weight=pw, **kw),
+                 lambda x, y: TF.binary_cross_entropy_with_logits(x, y, pos_weight=torch.from_numpy(pw).to(x.dtype),
+                                                                  **kw),
+                 [(4, 3), y])
+    else:
+        check_op(lambda x, y: F.binary_cross_entropy_with_logits(x, y, **kw),
+                 lambda x, y: TF.binary_cross_entropy_with_logits(x, y, **kw), [(4, 3), y])
+
+
+def test_bce_with_logits_stable_and_exact_at_zero():
+    x = np.array([-1e4, -800.0, 0.0, 800.0, 1e4])
+    y = np.array([1.0, 0.0, 1.0, 0.0, 1.0])
+    check_op(lambda x, y: F.binary_cross_entropy_with_logits(x, y, reduction="sum"),
+             lambda x, y: TF.binary_cross_entropy_with_logits(x, y, reduction="sum"), [x, y], gradcheck_=False)
+
+
+def test_nll_loss_nd_layout():
+    tgt = np.array([[1, 0, -100], [3, 3, 2]])
+    for red in ("mean", "sum", "none"):
+        check_op(lambda x, t: F.nll_loss(F.log_softmax(x, 1), t, reduction=red),
+                 lambda x, t: TF.nll_loss(TF.log_softmax(x, 1), t, reduction=red), [(2, 4, 3), tgt])

@@ -1,0 +1,237 @@
+"""Optimizers, schedules and clipping (issue 2 §5) against torch.optim, step for step."""
+import copy
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import seqlab
+import seqlab.functional as F
+from seqlab import nn, optim
+
+STEPS = 20
+
+
+def _models(dtype=torch.float64):
+    torch.manual_seed(0)
+    t = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3)).to(dtype)
+    s = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 3))
+    s.to(dtype=np.float64 if dtype == torch.float64 else np.float32)
+    s.load_state_dict(t.state_dict())
+    return s, t
+
+
+def _batches(n=STEPS):
+    rng = np.random.default_rng(1)
+    return [(rng.standard_normal((6, 5)), rng.standard_normal((6, 3))) for _ in range(n)]
+
+
+def _groups(model, lib_groups: bool, second: dict):
+    params = list(model.parameters())
+    if not lib_groups:
+        return params
+    return [{"params": params[:2]}, {"params": params[2:], **second}]
+
+
+def _train(s_model, t_model, s_opt, t_opt, batches, s_sched=None, t_sched=None, clip=None):
+    for x, y in batches:
+        s_opt.zero_grad()
+        F.mse_loss(s_model(seqlab.tensor(x, dtype=s_model[0].weight.dtype)), y).backward()
+        if clip:
+            optim.clip_grad_norm_(s_model.parameters(), clip)
+        s_opt.step()
+        t_opt.zero_grad()
+        torch.nn.functional.mse_loss(t_model(torch.from_numpy(x).to(t_model[0].weight.dtype)),
+                                     torch.from_numpy(y).to(t_model[0].weight.dtype)).backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(t_model.parameters(), clip)
+        t_opt.step()
+        if s_sched:
+            s_sched.step()
+            t_sched.step()
+
+
+def _assert_same_params(s_model, t_model, rtol=1e-6):
+    for (n, sp), (_, tp) in zip(s_model.named_parameters(), t_model.named_parameters()):
+        np.testing.assert_allclose(sp.numpy(), tp.detach().numpy(), rtol=rtol, atol=1e-9, err_msg=n)
+
+
+CASES = [
+    ("SGD", dict(lr=0.1), {}),
+    ("SGD", dict(lr=0.05, momentum=0.9), {}),
+    ("SGD", dict(lr=0.05, momentum=0.9, dampening=0.1), {}),
+    ("SGD", dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.01), {"lr": 0.01}),
+    ("SGD", dict(lr=0.1, weight_decay=0.1), {"weight_decay": 0.0}),
+    ("Adam", dict(lr=0.01), {}),
+    ("Adam", dict(lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.05), {"lr": 0.002}),
+    ("AdamW", dict(lr=0.01), {}),
+    ("AdamW", dict(lr=0.01, weight_decay=0.1), {"weight_decay": 0.0, "lr": 0.03}),
+]
+
+
+@pytest.mark.parametrize("name, kw, second", CASES)
+@pytest.mark.parametrize("groups", [False, True])
+def test_20_steps_equal_torch(name, kw, second, groups):
+    s, t = _models()
+    s_opt = getattr(optim, name)(_groups(s, groups, second), **kw)
+    t_opt = getattr(torch.optim, name)(_groups(t, groups, second), **kw)
+    before = [p.numpy().copy() for p in s.parameters()]
+    _train(s, t, s_opt, t_opt, _batches())
+    _assert_same_params(s, t)
+    assert not np.allclose(before[0], s[0].weight.numpy())  # it did move
+
+
+@pytest.mark.parametrize("name, kw", [("SGD", dict(lr=0.05, momentum=0.9)), ("AdamW", dict(lr=0.01))])
+def test_float32_steps_equal_torch(name, kw):
+    s, t = _models(torch.float32)
+    _train(s, t, getattr(optim, name)(s.parameters(), **kw), getattr(torch.optim, name)(t.parameters(), **kw),
+           _batches())
+    _assert_same_params(s, t, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name, kw", [("SGD", dict(lr=0.05, momentum=0.9, nesterov=True)), ("Adam", dict(lr=0.01)),
+                                      ("AdamW", dict(lr=0.01, weight_decay=0.1))])
+def test_state_dict_round_trip_continues_identically(name, kw):
+    batches = _batches()
+    s1, _ = _models()
+    opt1 = getattr(optim, name)(_groups(s1, True, {"lr": 0.02}), **kw)
+    sched1 = optim.LambdaLR(opt1, optim.warmup_linear(5, STEPS))
+    for x, y in batches[:10]:
+        opt1.zero_grad()
+        F.mse_loss(s1(seqlab.tensor(x)), y).backward()
+        opt1.step()
+        sched1.step()
+    model_sd = {k: v.copy() for k, v in s1.state_dict().items()}
+    opt_sd = copy.deepcopy(opt1.state_dict())
+    sched_sd = sched1.state_dict()
+    # a fresh model, optimizer and schedule, restored from the snapshots
+    s2, _ = _models()
+    s2.load_state_dict(model_sd)
+    opt2 = getattr(optim, name)(_groups(s2, True, {"lr": 0.5}), **kw)
+    opt2.load_state_dict(opt_sd)
+    sched2 = optim.LambdaLR(opt2, optim.warmup_linear(5, STEPS))
+    sched2.load_state_dict(sched_sd)
+    assert [g["lr"] for g in opt2.param_groups] == [g["lr"] for g in opt1.param_groups]
+    for opt, sched, model in ((opt1, sched1, s1), (opt2, sched2, s2)):
+        for x, y in batches[10:]:
+            opt.zero_grad()
+            F.mse_loss(model(seqlab.tensor(x)), y).backward()
+            opt.step()
+            sched.step()
+    for p1, p2 in zip(s1.parameters(), s2.parameters()):
+        np.testing.assert_array_equal(p1.numpy(), p2.numpy())
+
+
+def test_optimizer_state_dict_is_keyed_by_position_like_torch():
+    s, t = _models()
+    s_opt, t_opt = optim.Adam(s.parameters(), lr=0.01), torch.optim.Adam(t.parameters(), lr=0.01)
+    _train(s, t, s_opt, t_opt, _batches(2))
+    ss, ts = s_opt.state_dict(), t_opt.state_dict()
+    assert sorted(ss["state"]) == sorted(ts["state"])
+    assert set(ss["state"][0]) == set(ts["state"][0])
+    np.testing.assert_allclose(ss["state"][1]["exp_avg_sq"], ts["state"][1]["exp_avg_sq"].numpy(), rtol=1e-9)
+    assert ss["param_groups"][0]["params"] == ts["param_groups"][0]["params"]
+
+
+def test_load_state_dict_rejects_other_groups():
+    s, _ = _models()
+    a = optim.SGD(s.parameters(), lr=0.1)
+    b = optim.SGD(_groups(s, True, {}), lr=0.1)
+    with pytest.raises(ValueError, match="2 parameter groups.*1"):
+        a.load_state_dict(b.state_dict())
+
+
+def test_optimizer_argument_errors():
+    p = [nn.Parameter(np.ones(2))]
+    with pytest.raises(ValueError, match="empty"):
+        optim.SGD([], lr=0.1)
+    with pytest.raises(ValueError, match="Nesterov"):
+        optim.SGD(p, lr=0.1, nesterov=True)
+    with pytest.raises(ValueError, match="lr=-1"):
+        optim.Adam(p, lr=-1)
+    with pytest.raises(ValueError, match="more than one"):
+        optim.SGD([{"params": p}, {"params": p}], lr=0.1)
+
+
+# ---- schedules ---------------------------------------------------------------------------------------------
+SCHEDULES = [
+    ("warmup_linear", lambda: optim.warmup_linear(10, 50)),
+    ("warmup_cosine", lambda: optim.warmup_cosine(10, 50)),
+    ("warmup_cosine_min", lambda: optim.warmup_cosine(5, 40, min_ratio=0.1)),
+    ("inverse_sqrt", lambda: optim.inverse_sqrt(512, 8)),
+    ("constant", lambda: optim.constant()),
+]
+
+
+@pytest.mark.parametrize("name, make", SCHEDULES)
+def test_schedules_equal_torch_lambda_lr(name, make):
+    s, t = _models()
+    s_opt = optim.SGD(_groups(s, True, {"lr": 0.5}), lr=0.1)
+    t_opt = torch.optim.SGD(_groups(t, True, {"lr": 0.5}), lr=0.1)
+    s_sched, t_sched = optim.LambdaLR(s_opt, make()), torch.optim.lr_scheduler.LambdaLR(t_opt, make())
+    for _ in range(60):
+        assert s_sched.get_last_lr() == pytest.approx(t_sched.get_last_lr(), rel=1e-12, abs=1e-15)
+        s_opt.step()
+        t_opt.step()
+        s_sched.step()
+        t_sched.step()
+
+
+def test_schedules_equal_hugging_face_and_the_paper():
+    from transformers.optimization import get_cosine_schedule_with_warmup, get_linear_schedule_with_warmup
+
+    p = torch.nn.Parameter(torch.zeros(1))
+    hf_lin = get_linear_schedule_with_warmup(torch.optim.SGD([p], lr=1.0), 10, 50).lr_lambdas[0]
+    hf_cos = get_cosine_schedule_with_warmup(torch.optim.SGD([p], lr=1.0), 10, 50).lr_lambdas[0]
+    lin, cos, isq = optim.warmup_linear(10, 50), optim.warmup_cosine(10, 50), optim.inverse_sqrt(512, 4000)
+    for step in range(0, 51):
+        assert lin(step) == pytest.approx(hf_lin(step), abs=1e-15)
+        assert cos(step) == pytest.approx(hf_cos(step), abs=1e-12)
+    for step in (0, 1, 3999, 4000, 10_000):  # lrate = d^−0.5 · min(n^−0.5, n · warmup^−1.5), n = step + 1
+        n = step + 1
+        assert isq(step) == pytest.approx(512 ** -0.5 * min(n ** -0.5, n * 4000 ** -1.5))
+    assert max(isq(s) for s in range(8000)) == pytest.approx(isq(3999))  # peak at the end of warm-up
+
+
+def test_lambda_lr_per_group_lambdas():
+    s, t = _models()
+    fs = [optim.warmup_linear(3, 10), optim.constant()]
+    s_opt = optim.SGD(_groups(s, True, {"lr": 0.5}), lr=0.1)
+    t_opt = torch.optim.SGD(_groups(t, True, {"lr": 0.5}), lr=0.1)
+    s_sched, t_sched = optim.LambdaLR(s_opt, fs), torch.optim.lr_scheduler.LambdaLR(t_opt, fs)
+    for _ in range(5):
+        s_opt.step()
+        t_opt.step()
+        s_sched.step()
+        t_sched.step()
+    assert s_sched.get_last_lr() == pytest.approx(t_sched.get_last_lr())
+    with pytest.raises(ValueError, match="expected 2"):
+        optim.LambdaLR(s_opt, [optim.constant()])
+
+
+# ---- clipping ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("max_norm, norm_type", [(0.5, 2.0), (100.0, 2.0), (0.3, 1.0), (0.1, math.inf)])
+def test_clip_grad_norm_equals_torch(max_norm, norm_type):
+    s, t = _models()
+    x, y = _batches(1)[0]
+    F.mse_loss(s(seqlab.tensor(x)), y).backward()
+    torch.nn.functional.mse_loss(t(torch.from_numpy(x)), torch.from_numpy(y)).backward()
+    ns = optim.clip_grad_norm_(s.parameters(), max_norm, norm_type)
+    nt = torch.nn.utils.clip_grad_norm_(t.parameters(), max_norm, norm_type)
+    assert ns == pytest.approx(nt.item(), rel=1e-12)
+    for sp, tp in zip(s.parameters(), t.parameters()):
+        np.testing.assert_allclose(sp.grad, tp.grad.numpy(), rtol=1e-12)
+
+
+def test_clip_grad_norm_single_tensor_and_value():
+    p = nn.Parameter(np.array([3.0, 4.0]))
+    p.grad = np.array([3.0, 4.0])
+    assert optim.clip_grad_norm_(p, 1.0) == pytest.approx(5.0)
+    np.testing.assert_allclose(np.linalg.norm(p.grad), 1.0, rtol=1e-5)
+    p.grad = np.array([-3.0, 0.5])
+    optim.clip_grad_value_([p], 1.0)
+    np.testing.assert_array_equal(p.grad, [-1.0, 0.5])
+    with pytest.raises(RuntimeError, match="inf"):
+        p.grad = np.array([np.inf, 1.0])
+        optim.clip_grad_norm_([p], 1.0, error_if_nonfinite=True)

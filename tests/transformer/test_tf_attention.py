@@ -1,0 +1,154 @@
+"""nn.MultiheadAttention against torch.nn.MultiheadAttention(batch_first=True): outputs, weights, gradients."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import seqlab
+from seqlab import nn
+from seqlab.errors import CheckpointError
+
+E, H, B, L, S = 8, 2, 3, 5, 6
+
+CASES = {
+    "self": dict(self_attn=True),
+    "key_padding": dict(kpm=True),
+    "causal": dict(self_attn=True, causal=True, kpm=True),
+    "bool_mask_2d": dict(bool_mask=True),
+    "float_mask_3d": dict(float_mask3=True, kpm=True),
+    "kdim_vdim": dict(kdim=5, vdim=7, kpm=True, bool_mask=True),
+    "no_bias": dict(bias=False, kpm=True),
+    "bias_kv_zero_attn": dict(add_bias_kv=True, add_zero_attn=True, kpm=True, bool_mask=True),
+}
+
+
+def _masks(case: dict, rng, Lq: int, Sk: int):
+    kpm = am = None
+    if case.get("kpm"):
+        kpm = np.zeros((B, Sk), dtype=bool)
+        kpm[1, -2:] = True  # the second sequence has two padding keys
+        kpm[2, -1] = True
+    if case.get("bool_mask"):
+        am = rng.random((Lq, Sk)) < 0.3  # True = blocked
+        am[:, 0] = False  # every query keeps at least one key
+    if case.get("float_mask3"):
+        am = rng.standard_normal((B * H, Lq, Sk))
+    if case.get("causal"):
+        am = np.triu(np.full((Lq, Sk), -np.inf), k=1)
+    return kpm, am
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("average", [True, False])
+@pytest.mark.parametrize("name", list(CASES))
+def test_mha_matches_torch(name, average, rng, cmp):
+    case = CASES[name]
+    kdim, vdim = case.get("kdim"), case.get("vdim")
+    kw = dict(bias=case.get("bias", True), add_bias_kv=case.get("add_bias_kv", False),
+              add_zero_attn=case.get("add_zero_attn", False), kdim=kdim, vdim=vdim)
+    torch.manual_seed(0)
+    tm = torch.nn.MultiheadAttention(E, H, batch_first=True, **kw).double()
+    sm = nn.MultiheadAttention(E, H, **kw).double()
+    sm.load_state_dict(tm.state_dict())
+    Sk = L if case.get("self_attn") else S
+    q = rng.standard_normal((B, L, E))
+    k = q if case.get("self_attn") else rng.standard_normal((B, Sk, kdim or E))
+    v = q if case.get("self_attn") else rng.standard_normal((B, Sk, vdim or E))
+    kpm, am = _masks(case, rng, L, Sk)
+    g = rng.standard_normal((B, L, E))
+
+    tq = torch.tensor(q, requires_grad=True)
+    tk, tv = (tq, tq) if case.get("self_attn") else (torch.tensor(k, requires_grad=True), torch.tensor(v, requires_grad=True))
+    sq = seqlab.tensor(q, requires_grad=True)
+    sk, sv = (sq, sq) if case.get("self_attn") else (seqlab.tensor(k, requires_grad=True), seqlab.tensor(v, requires_grad=True))
+    causal = bool(case.get("causal"))
+    to, tw = tm(tq, tk, tv, key_padding_mask=None if kpm is None else torch.tensor(kpm),
+                attn_mask=None if am is None else torch.tensor(am), average_attn_weights=average, is_causal=causal)
+    so, sw = sm(sq, sk, sv, key_padding_mask=kpm, attn_mask=am, average_attn_weights=average, is_causal=causal)
+    cmp.close(so, to, what="output")
+    cmp.close(sw, tw, what="weights")
+    assert sw.shape == ((B, L, tw.shape[-1]) if average else (B, H, L, tw.shape[-1]))
+    to.backward(torch.tensor(g))
+    so.backward(g)
+    cmp.close(sq.grad, tq.grad, what="query grad")
+    if not case.get("self_attn"):
+        cmp.close(sk.grad, tk.grad, what="key grad")
+        cmp.close(sv.grad, tv.grad, what="value grad")
+    cmp.grads(sm, tm)
+
+
+def test_state_dict_keys_and_order_match_torch():
+    for kw in ({}, {"kdim": 3, "vdim": 5}, {"bias": False}, {"add_bias_kv": True}):
+        tm = torch.nn.MultiheadAttention(E, H, batch_first=True, **kw)
+        sm = nn.MultiheadAttention(E, H, **kw)
+        assert list(sm.state_dict()) == list(tm.state_dict())
+        assert [tuple(v.shape) for v in sm.state_dict().values()] == [tuple(v.shape) for v in tm.state_dict().values()]
+
+
+def test_init_matches_torch_statistics():
+    sm = nn.MultiheadAttention(64, 4)
+    bound = np.sqrt(6.0 / (64 + 3 * 64))  # Xavier-uniform over the packed (3E, E) matrix, as torch
+    w = sm.in_proj_weight.numpy()
+    assert np.abs(w).max() <= bound and np.abs(w).max() > 0.9 * bound
+    assert not sm.in_proj_bias.numpy().any() and not sm.out_proj.bias.numpy().any()
+
+
+def test_is_causal_without_mask_builds_the_causal_mask(rng, cmp):
+    sm = nn.MultiheadAttention(E, H).double()
+    x = seqlab.tensor(rng.standard_normal((B, L, E)))
+    a, wa = sm(x, x, x, is_causal=True, average_attn_weights=False)
+    b, wb = sm(x, x, x, attn_mask=nn.generate_square_subsequent_mask(L, dtype=np.float64), average_attn_weights=False)
+    cmp.close(a, b.numpy(), 1e-12, "causal output")
+    assert np.all(np.triu(wa.numpy(), k=1) == 0)  # no weight on future keys
+    cmp.close(wa, wb.numpy(), 1e-12, "causal weights")
+
+
+def test_unbatched_matches_torch(rng, cmp):
+    torch.manual_seed(1)
+    tm = torch.nn.MultiheadAttention(E, H, batch_first=True).double()
+    sm = nn.MultiheadAttention(E, H).double()
+    sm.load_state_dict(tm.state_dict())
+    q, k = rng.standard_normal((L, E)), rng.standard_normal((S, E))
+    to, tw = tm(torch.tensor(q), torch.tensor(k), torch.tensor(k))
+    so, sw = sm(seqlab.tensor(q), seqlab.tensor(k), seqlab.tensor(k))
+    assert so.shape == (L, E) and sw.shape == (L, S)
+    cmp.close(so, to, what="unbatched output")
+    cmp.close(sw, tw, what="unbatched weights")
+
+
+def test_need_weights_false_returns_none(rng):
+    sm = nn.MultiheadAttention(E, H)
+    x = seqlab.tensor(rng.standard_normal((B, L, E)).astype(np.float32))
+    out, w = sm(x, x, x, need_weights=False)
+    assert w is None and out.shape == (B, L, E) and out.dtype == np.float32
+
+
+def test_bad_arguments_are_clear_errors(rng):
+    with pytest.raises(ValueError, match="batch_first=False"):
+        nn.MultiheadAttention(E, H, batch_first=False)
+    with pytest.raises(ValueError, match="divisible"):
+        nn.MultiheadAttention(10, 3)
+    sm = nn.MultiheadAttention(E, H)
+    x = seqlab.tensor(rng.standard_normal((B, L, E)).astype(np.float32))
+    with pytest.raises(ValueError, match=r"expects last dim 8"):
+        sm(seqlab.tensor(np.zeros((B, L, 4), np.float32)), x, x)
+    with pytest.raises(ValueError, match="key_padding_mask has shape"):
+        sm(x, x, x, key_padding_mask=np.zeros((B, L + 1), bool))
+    with pytest.raises(ValueError, match="attn_mask has shape"):
+        sm(x, x, x, attn_mask=np.zeros((L, L + 2), bool))
+    with pytest.raises(CheckpointError, match="in_proj_weight"):
+        sm.load_state_dict({"in_proj_weight": np.zeros((3, 3))}, strict=False)
+
+
+def test_dropout_only_in_training(rng):
+    seqlab.manual_seed(0)
+    sm = nn.MultiheadAttention(E, H, dropout=0.5)
+    x = seqlab.tensor(rng.standard_normal((B, L, E)).astype(np.float32))
+    a, _ = sm(x, x, x)
+    b, _ = sm(x, x, x)
+    assert not np.allclose(a.numpy(), b.numpy())  # different dropout masks
+    sm.eval()
+    c, _ = sm(x, x, x)
+    d, _ = sm(x, x, x)
+    np.testing.assert_array_equal(c.numpy(), d.numpy())
