@@ -26,6 +26,8 @@ def _threads_from_argv(argv: list[str]) -> str | None:
 
 
 _n = _threads_from_argv(sys.argv[1:])
+if _n is not None and "," in _n:  # several counts: each child process sets its own
+    _n = None
 if _n is not None:
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = _n
@@ -103,20 +105,13 @@ def _runner_torch(torch, fn, floats, ints, grad_out):
     return run
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=7, help="alternating timing rounds per op (default 7)")
-    p.add_argument("--only", default="", help="comma-separated op names (default: all)")
-    p.add_argument("--results", type=Path, default=None, help="write the table into this markdown file")
-    p.add_argument("--threads", type=int, default=None,
-                   help="threads for both libraries (sets NumPy's BLAS before it loads; default: its own)")
-    args = p.parse_args(argv)
-    command = " ".join(["python benchmarks/ops.py"] + (argv if argv is not None else sys.argv[1:]))
-
+def run_table(rounds: int, only: str) -> tuple[str, dict]:
+    """Time every op in this process; the markdown table (and the machine line)."""
     threads = match_threads()
+    load_before = _loadavg()
     rng = np.random.default_rng(0)
     cases, torch = _cases(rng)
-    wanted = {w.strip() for w in args.only.split(",") if w.strip()}
+    wanted = {w.strip() for w in only.split(",") if w.strip()}
     rows = []
     for name, shape, fs, ft, floats, ints in cases:
         if wanted and name not in wanted:
@@ -125,17 +120,64 @@ def main(argv: list[str] | None = None) -> int:
             out_shape = tuple(ft(*[torch.from_numpy(a) for a in floats], *[torch.from_numpy(i) for i in ints]).shape)
         grad_out = rng.standard_normal(out_shape).astype(np.float32)
         timing = compare(_runner_seqlab(fs, floats, ints, grad_out), _runner_torch(torch, ft, floats, ints, grad_out),
-                         rounds=args.rounds)
+                         rounds=rounds)
         rows.append([name, shape, f"{timing.seqlab_s * 1e3:.2f}", f"{timing.torch_s * 1e3:.2f}",
                      f"{timing.ratio:.2f}"])
         print(f"{name:28s} seqlab {timing.seqlab_s * 1e3:8.2f} ms   torch {timing.torch_s * 1e3:8.2f} ms   "
               f"ratio {timing.ratio:.2f}", file=sys.stderr)
     info = machine_info(threads)
     table = markdown_table(["op (forward + backward)", "shape", "seqlab ms", "torch ms", "seqlab / torch"], rows)
+    return (f"**{threads} thread{'s' if threads != 1 else ''}** for both libraries. "
+            f"Load average before / after: {load_before} / {_loadavg()}.\n\n{table}\n"), info
+
+
+def _loadavg() -> str:
+    try:
+        return Path("/proc/loadavg").read_text().split()[0]
+    except OSError:
+        return "n/a"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=7, help="alternating timing rounds per op (default 7)")
+    p.add_argument("--only", default="", help="comma-separated op names (default: all)")
+    p.add_argument("--results", type=Path, default=None, help="write the table(s) into this markdown file")
+    p.add_argument("--emit-json", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--threads", default=None,
+                   help="threads for both libraries, or a comma-separated list (one table each, each in its "
+                        "own process, since NumPy's BLAS reads its thread count when it loads)")
+    args = p.parse_args(argv)
+    argv = list(argv if argv is not None else sys.argv[1:])
+    counts = [c.strip() for c in (args.threads or "").split(",") if c.strip()]
+    if len(counts) > 1:  # one child process per thread count
+        import subprocess
+
+        tables, info = [], None
+        for n in counts:
+            child = [sys.executable, __file__, "--threads", n, "--rounds", str(args.rounds), "--only", args.only,
+                     "--emit-json"]
+            out = subprocess.run(child, check=True, capture_output=True, text=True).stdout
+            import json
+
+            res = json.loads(out.strip().splitlines()[-1])
+            tables.append(res["table"])
+            info = res["info"]
+            sys.stderr.write(res["table"] + "\n")
+    else:
+        table, info = run_table(args.rounds, args.only)
+        tables = [table]
+        if "--emit-json" in argv:
+            import json
+
+            print(json.dumps({"table": table, "info": info}))
+            return 0
+    command = " ".join(["python benchmarks/ops.py"] + [a for a in argv if a != "--emit-json"])
     body = (f"Command: `{command}`\n\n"
-            f"Machine: {info['cpu']}, {info['cores']} cores, {info['threads']} threads for both libraries; "
-            f"Python {info['python']}, NumPy {info['numpy']} ({info['numpy_blas']}), torch {info['torch']}; "
-            f"{info['date']}. float32, medians of {args.rounds} alternating rounds.\n\n{table}\n")
+            f"Machine: {info['cpu']}, {info['cores']} cores; Python {info['python']}, NumPy {info['numpy']} "
+            f"({info['numpy_blas']}), torch {info['torch']}; {info['date']}. Forward + backward of each op "
+            f"on the same float32 inputs and upstream gradient; medians of {args.rounds} alternating rounds "
+            f"(see benchmarks/common.py).\n\n" + "\n".join(tables))
     print(body)
     if args.results is not None:
         write_section(args.results, "Ops: seqlab vs PyTorch", body)

@@ -234,3 +234,19 @@ def test_to_float64_and_requires_grad_():
     assert lin.weight.dtype == np.float64
     lin.requires_grad_(False)
     assert not any(p.requires_grad for p in lin.parameters())
+
+
+def test_assigning_a_plain_tensor_to_a_parameter_name_is_an_error():
+    lin = nn.Linear(2, 2)
+    with pytest.raises(TypeError, match="'weight'"):
+        lin.weight = seqlab.zeros(2, 2)
+    lin.weight = nn.Parameter(np.zeros((2, 2), np.float32))
+    assert list(lin.state_dict()) == ["weight", "bias"]
+
+
+def test_embedding_from_pretrained():
+    w = np.arange(6.0, dtype=np.float32).reshape(3, 2)
+    emb = nn.Embedding.from_pretrained(w)
+    np.testing.assert_array_equal(emb(np.array([2, 0])).numpy(), w[[2, 0]])
+    assert not emb.weight.requires_grad
+    assert nn.Embedding.from_pretrained(torch.from_numpy(w), freeze=False).weight.requires_grad

@@ -245,10 +245,10 @@ def train_rnn_translation(data_dir=None, out_dir=None, max_minutes: float = 60.0
 
 
 def _schedule(step: int, frac: float, lr: float, min_lr: float, warmup: int) -> float:
-    """Linear warm-up over `warmup` steps, then cosine from lr to min_lr as `frac` goes 0 → 1."""
-    if step < warmup:
-        return lr * (step + 1) / warmup
-    return min_lr + 0.5 * (lr - min_lr) * (1 + math.cos(math.pi * min(frac, 1.0)))
+    """Cosine from lr to min_lr as `frac` goes 0 → 1, times a linear warm-up over the first `warmup` steps
+    (a product, so a short time budget that ends inside the warm-up still decays smoothly)."""
+    warm = min(1.0, (step + 1) / warmup)
+    return min_lr + warm * 0.5 * (lr - min_lr) * (1 + math.cos(math.pi * min(frac, 1.0)))
 
 
 def _progress(enabled: bool, total):

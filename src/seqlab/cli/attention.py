@@ -13,7 +13,9 @@ and prints the per-head table. --model is "minilm" (the default, the
 pretrained all-MiniLM-L6-v2 BERT), a Hugging Face folder (config.json +
 model.safetensors + tokenizer files; BERT, GPT-2 or T5), a folder written by
 `seqlab train`, or a seqlab model folder (config.json of a TranslatorConfig,
-Seq2SeqConfig or ClassifierConfig + model.safetensors + tokenizer/).
+Seq2SeqConfig or ClassifierConfig + model.safetensors + tokenizer/). A text
+longer than the model's positions is cut to fit, with a warning on stderr
+(--no-truncate: an error instead).
 """
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ import shutil
 import sys
 from pathlib import Path
 from typing import Any
+
+from seqlab.cli._text import add_truncation_argument, check_text, check_vocabulary, fit_to_model
 
 # seqlab model folders without a `model_type`: (module, config class, model class), tried in order.
 NATIVE_MODELS: tuple[tuple[str, str, str], ...] = (
@@ -48,19 +52,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", choices=("best", "latest"), default="best",
                    help="for a run folder: the best weights seen in evaluation (default) or the latest")
     p.add_argument("--title", help="title of the HTML page and the images")
+    add_truncation_argument(p)
 
 
 def run(args) -> int:
-    from seqlab.errors import ConfigError
     from seqlab.viz.extract import extract_attention
 
     for name, value in (("TEXT", args.text), ("--pair", args.pair), ("--target", args.target)):
-        if value is not None and not value.strip():
-            raise ConfigError(f"{name} is empty; give at least one word")
+        if value is not None:
+            check_text(value, name)
     layers = parse_layers(args.layers) if args.layers else None
     _make_folder(args.out)  # fail before the model loads
     model, tokenizer, label = load_model(args.model, args.checkpoint)
-    att = extract_attention(model, tokenizer, args.text, args.pair, args.target, layers=layers)
+    text, pair, target = fit_inputs(model, tokenizer, args.text, args.pair, args.target, args.no_truncate,
+                                    args.model)
+    att = extract_attention(model, tokenizer, text, pair, target, layers=layers)
     title = args.title or f"{att.model_name} ({label})"
     written, table = write_outputs(att, args.out, title)
     print(table)
@@ -87,6 +93,34 @@ def parse_layers(specs: list[str]) -> list[int]:
     if not out:
         raise ConfigError("--layers names no layer")
     return out
+
+
+def fit_inputs(model: Any, tokenizer: Any, text: str, pair: str | None, target: str | None,
+               no_truncate: bool = False, where: str = "the model folder") -> tuple[str, str | None, str | None]:
+    """(text, pair, target) cut to the model's positions (with a warning), or `ConfigError` with no_truncate.
+
+    Token ids are counted as `seqlab.viz.extract_attention` makes them; an id
+    beyond the model's vocabulary (a tokenizer from another model) is a
+    `CheckpointError`.
+    """
+    from seqlab.viz.extract import _encode, attention_kind
+
+    own_ids = attention_kind(model) == "seq2seq" or type(model).__name__ == "Translator"  # text + </s>
+
+    def source_ids(texts: list[str]) -> list[int]:
+        if own_ids:
+            return [int(i) for i in _encode(tokenizer, texts[0], special=False)[0][0]] + [model.config.eos_id]
+        return [int(i) for i in _encode(tokenizer, texts[0], texts[1] if len(texts) > 1 else None)[0][0]]
+
+    sources = {"TEXT": text} if pair is None else {"TEXT": text, "--pair": pair}
+    fitted = fit_to_model(sources, lambda t: len(source_ids(t)), model, tokenizer, no_truncate)
+    text, pair = fitted["TEXT"], fitted.get("--pair")
+    check_vocabulary(source_ids(list(fitted.values())), model, tokenizer, where)
+    if target is not None and own_ids:  # decoder input: <s> + target (T5's positions are relative)
+        target = fit_to_model({"--target": target},
+                              lambda t: 1 + len(_encode(tokenizer, t[0], special=False)[0][0]),
+                              model, tokenizer, no_truncate)["--target"]
+    return text, pair, target
 
 
 # ---------------------------------------------------------------- loading a model and its tokenizer
@@ -139,7 +173,7 @@ def _load_hf(folder: Path, label: str) -> tuple[Any, Any, str]:
     from seqlab.hub import read_config
     from seqlab.models.auto import AutoModel, model_class
 
-    model_class(read_config(folder))  # an unknown model_type fails here, before the weights are read
+    model_class(read_config(folder), str(folder / "config.json"))  # an unknown model_type fails here, first
     tok = _load_tokenizer(folder, folder / TOKENIZER_DIR)
     return AutoModel.from_pretrained(folder), tok, label
 

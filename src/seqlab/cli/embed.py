@@ -2,11 +2,14 @@
 
 Prints each sentence's embedding (size, norm, first values) and the matrix of
 cosine similarities: mean pooling over real tokens, L2-normalised, as
-sentence-transformers' all-MiniLM-L6-v2.
+sentence-transformers' all-MiniLM-L6-v2. A sentence longer than the model
+reads (256 tokens for MiniLM) is cut, with a warning (--no-truncate: an error).
 """
 from __future__ import annotations
 
 import argparse
+
+from seqlab.cli._text import add_truncation_argument, check_text, fit_to_model, warn
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -14,21 +17,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="minilm", help="BERT folder or pretrained name (default: minilm)")
     p.add_argument("--section-3-2", action="store_true",
                    help="run the chapter's 3.2: tokenize one sentence and print the output shapes")
+    add_truncation_argument(p)
 
 
 def run(args) -> int:
     import numpy as np
 
     from seqlab import embed
+    from seqlab.cli.main import UsageError
 
+    if args.section_3_2 and len(args.texts) > 1:
+        raise UsageError(f"conflicting options: --section-3-2 takes one TEXT, got {len(args.texts)}")
+    for i, text in enumerate(args.texts):
+        check_text(text, "TEXT" if len(args.texts) == 1 else f"TEXT [{i}]")
+    encoder = embed._encoder(str(args.model))  # loaded once, shared with embed.encode / section_3_2
     if args.section_3_2:
-        r = embed.section_3_2(args.texts[0] if args.texts else embed.SECTION_3_2_TEXT, args.model)
+        text = args.texts[0] if args.texts else embed.SECTION_3_2_TEXT
+        text = fit_to_model({"TEXT": text}, lambda t: len(encoder.tokenizer.encode(t[0])), encoder.model,
+                            encoder.tokenizer, args.no_truncate)["TEXT"]
+        r = embed.section_3_2(text, args.model)
         print(f"text:              {r['text']}")
         print(f"tokens:            {' '.join(r['tokens'])}")
         print(f"last_hidden_state: {r['last_hidden_state_shape']}")
         print(f"pooler_output:     {r['pooler_output_shape']}")
         return 0
     texts = args.texts or list(embed.SIMILARITY_EXAMPLE)
+    _check_lengths(texts, encoder, args.no_truncate)
     v = embed.encode(texts, args.model)
     print(f"{len(texts)} sentences -> embeddings {v.shape} (mean-pooled, L2-normalised)")
     for i, (t, row) in enumerate(zip(texts, v)):
@@ -40,3 +54,20 @@ def run(args) -> int:
     for i, row in enumerate(sim):
         print(f"[{i}]".ljust(6) + " ".join(f"{x:6.3f}" for x in row))
     return 0
+
+
+def _check_lengths(texts: list[str], encoder, no_truncate: bool) -> None:
+    """Warn about (or, with no_truncate, refuse) sentences the encoder cuts at its max_length."""
+    from seqlab.errors import ConfigError
+
+    limit = encoder.max_length
+    for i, text in enumerate(texts):
+        n = len(encoder.tokenizer.encode(text))
+        if n <= limit:
+            continue
+        name = "TEXT" if len(texts) == 1 else f"TEXT [{i}]"
+        if no_truncate:
+            raise ConfigError(f"{name} has {n} tokens but the sentence model reads at most {limit}; shorten it, "
+                              f"or drop --no-truncate to embed its first {limit} tokens")
+        warn(f"{name} has {n} tokens but the sentence model reads at most {limit}; embedding its first {limit} "
+             f"(pass --no-truncate to refuse instead)")

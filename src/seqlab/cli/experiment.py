@@ -47,6 +47,7 @@ def parse_overrides(items: list[str]) -> dict:
 
 def run(args) -> int:
     from seqlab.cli.main import UsageError
+    from seqlab.errors import CheckpointError, DataError
 
     if args.name not in EXPERIMENTS:
         raise UsageError(f"unknown experiment {args.name!r}; choose one of: {', '.join(EXPERIMENTS)}")
@@ -55,8 +56,13 @@ def run(args) -> int:
     except ModuleNotFoundError as e:
         raise UsageError(f"experiment {args.name!r} is not available in this build ({e.name})") from None
     args.options = parse_overrides(args.set)
+    if args.data_dir is not None and not pathlib.Path(args.data_dir).is_dir():
+        raise DataError(f"data folder {args.data_dir} does not exist or is not a folder")
     out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CheckpointError(f"cannot create the output folder {out}: {e.strerror or e}") from None
     results = mod.run(out, args)
     table = results.get("table") if isinstance(results, dict) else None
     print(table if table else json.dumps(results, indent=2, default=str)[:4000])

@@ -2,11 +2,15 @@
 
 The folder is a Hugging Face one (config.json, model.safetensors and the
 tokenizer files). Greedy by default; --temperature / --top-k / --top-p
-sample (with --seed); --num-beams runs beam search.
+sample (with --seed); --num-beams runs beam search. A GPT prompt that leaves
+fewer than --max-new-tokens of the model's positions free keeps its last
+tokens, with a warning (--no-truncate: an error instead).
 """
 from __future__ import annotations
 
 import argparse
+
+from seqlab.cli._text import add_truncation_argument, check_text, check_vocabulary, warn
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -20,6 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-beams", type=int, default=1, help="beam search with this many beams (no sampling)")
     p.add_argument("--seed", type=int, default=0, help="random seed for sampling")
     p.add_argument("--no-cache", action="store_true", help="recompute every position at each step")
+    add_truncation_argument(p)
 
 
 def run(args) -> int:
@@ -27,17 +32,32 @@ def run(args) -> int:
     from seqlab.data.tokenizers import Tokenizer
     from seqlab.hub.pretrained import resolve
     from seqlab.models.auto import AutoModel
+    from seqlab.models.generation import _check
 
     sample = any(v is not None for v in (args.temperature, args.top_k, args.top_p))
     if sample and args.num_beams > 1:
-        raise UsageError("choose sampling (--temperature/--top-k/--top-p) or --num-beams, not both")
+        raise UsageError("conflicting options: choose sampling (--temperature/--top-k/--top-p) or --num-beams, "
+                         "not both")
+    try:  # the library's own checks, before the model loads
+        _check(args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.num_beams)
+    except ValueError as e:  # "top_p must be in (0, 1], got 2.0" -> "--top-p must be ..."
+        option, rest = str(e).split(" ", 1)
+        raise UsageError(f"--{option.replace('_', '-')} {rest}") from None
+    names = ["--prompt" if len(args.prompt) == 1 else f"--prompt {i + 1}" for i in range(len(args.prompt))]
+    for name, prompt in zip(names, args.prompt):
+        check_text(prompt, name)
     folder = resolve(args.model_dir)
     model = AutoModel.from_pretrained(folder)
     if not hasattr(model, "generate"):
         raise UsageError(f"{args.model_dir} holds a {type(model).__name__}, which does not generate text")
     tok = Tokenizer.from_pretrained(folder)
     seq2seq = bool(getattr(model.config, "is_encoder_decoder", False))
-    ids, mask = _pad([tok.encode(p) for p in args.prompt], left=not seq2seq)
+    rows = [tok.encode(p) for p in args.prompt]
+    for row in rows:
+        check_vocabulary(row, model, tok, args.model_dir)
+    if not seq2seq:  # T5's positions are relative: no limit
+        rows = _fit_prompts(rows, names, model.config.n_positions, args.max_new_tokens, args.no_truncate)
+    ids, mask = _pad(rows, left=not seq2seq)
     out = model.generate(ids, mask, max_new_tokens=args.max_new_tokens,
                          do_sample=sample, temperature=args.temperature or 1.0, top_k=args.top_k,
                          top_p=args.top_p, num_beams=args.num_beams, seed=args.seed,
@@ -47,6 +67,33 @@ def run(args) -> int:
         text = tok.decode(row[start:], skip_special_tokens=True)
         print(text if seq2seq else prompt + text)
     return 0
+
+
+def _fit_prompts(rows: list[list[int]], names: list[str], positions: int, max_new_tokens: int,
+                 no_truncate: bool) -> list[list[int]]:
+    """Each GPT prompt cut to its last ``positions - max_new_tokens`` tokens (with a warning), or refused.
+
+    The end of a prompt is what the next token continues, so it is the part
+    kept (transformers' ``truncation_side="left"``).
+    """
+    from seqlab.cli.main import UsageError
+    from seqlab.errors import ConfigError
+
+    room = positions - max_new_tokens
+    if room < 1:
+        raise UsageError(f"--max-new-tokens {max_new_tokens} leaves no room for a prompt in the model's "
+                         f"{positions} positions (n_positions); ask for at most {positions - 1}")
+    out = []
+    for name, row in zip(names, rows):
+        if len(row) > room:
+            why = (f"{name} has {len(row)} tokens but the model's {positions} positions (n_positions) leave "
+                   f"{room} beside --max-new-tokens {max_new_tokens}")
+            if no_truncate:
+                raise ConfigError(f"{why}; shorten it, lower --max-new-tokens, or drop --no-truncate")
+            warn(f"{why}; keeping its last {room} tokens (pass --no-truncate to refuse instead)")
+            row = row[-room:]
+        out.append(row)
+    return out
 
 
 def _pad(rows: list[list[int]], left: bool):

@@ -2,7 +2,8 @@
 
 Each subcommand is a module `seqlab.cli.<name>` exposing
 ``add_arguments(parser)`` and ``run(args) -> int``; `COMMANDS` lists them.
-Exit codes: 0 ok, 1 runtime error, 2 usage error, 130 interrupted.
+Exit codes: 0 ok, 1 runtime error, 2 usage error, 130 interrupted. ``--debug``
+(anywhere on the line) or ``$SEQLAB_DEBUG`` also prints the traceback.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
 
 # name -> (module, one-line help)
 COMMANDS = {
@@ -48,7 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         p = sub.add_parser(name, help=help_, description=(mod.__doc__ or help_).strip().splitlines()[0])
         mod.add_arguments(p)
+        # `seqlab CMD ... --debug` works as well as `seqlab --debug CMD ...`
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         p.set_defaults(_run=mod.run)
+    parser.set_defaults(_commands=tuple(sub.choices))
     return parser
 
 
@@ -60,17 +65,19 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if not getattr(args, "_run", None):
             parser.print_help()
-            return 2
+            raise UsageError("no command given; choose one of: " + ", ".join(args._commands))
         return int(args._run(args) or 0)
     except UsageError as e:
+        if debug:
+            traceback.print_exc()
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # noqa: BLE001 - the CLI's promise: one line, no traceback
-        if debug:
-            raise
+        if debug:  # the traceback first, then the same line and exit code as without --debug
+            traceback.print_exc()
         from seqlab.errors import SeqlabError
 
         kind = "" if isinstance(e, (SeqlabError, ValueError, TypeError, OSError, IndexError)) \

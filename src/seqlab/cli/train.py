@@ -95,8 +95,8 @@ def run(args) -> int:
     finally:
         if dist is not None:
             dist.close()
-    if dist is not None and not dist.is_main:  # rank 0 alone reports
-        return 130 if result.stopped == "interrupted" else 0
+    if dist is not None and not dist.is_main:  # rank 0 alone reports, exit status included
+        return 0
     if result.stopped == "interrupted":
         print(f"interrupted at step {result.step}; checkpoint saved in {result.checkpoint}; continue with: "
               f"seqlab train {args.task} --out {args.out} --resume", file=sys.stderr)

@@ -187,8 +187,9 @@ def dataset_file(
 
     ``data_dir`` and ``$SEQLAB_DATA`` are tried first (see the module
     docstring); a ``data_dir`` that lacks the file is an error, and so is a
-    ``$SEQLAB_DATA`` that holds the dataset's folder but not the file. Only
-    then the cache is used, downloading when ``download`` is true.
+    ``$SEQLAB_DATA`` that is not a folder or that holds the dataset's folder
+    but not the file. Only then the cache is used, downloading when
+    ``download`` is true.
     """
     src = _source(dataset)
     remote = src.file(name)
@@ -206,6 +207,9 @@ def dataset_file(
     env = os.environ.get("SEQLAB_DATA")
     if env:
         root = Path(env).expanduser()
+        if not root.is_dir():  # a typo must not silently turn into a download
+            raise DataError(f"$SEQLAB_DATA={env} does not exist or is not a folder (unset it to download "
+                            f"into the cache)")
         path = _local_file(root, dataset, name)
         if path is not None:
             verify_file(path, remote.sha256)

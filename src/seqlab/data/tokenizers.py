@@ -125,7 +125,10 @@ def _load_backend(folder: Path, config: dict[str, Any]) -> _Backend:
             raise CheckpointError(f"{folder / 'tokenizer.json'}: cannot load ({e})") from e
     if (folder / "vocab.txt").is_file():
         unk = _token_text(config.get("unk_token")) or "[UNK]"
-        tok = _Backend(models.WordPiece.from_file(str(folder / "vocab.txt"), unk_token=unk))
+        try:
+            tok = _Backend(models.WordPiece.from_file(str(folder / "vocab.txt"), unk_token=unk))
+        except Exception as e:  # the Rust side raises bare Exception (e.g. a file that is not UTF-8)
+            raise CheckpointError(f"{folder / 'vocab.txt'}: cannot load ({e})") from e
         _bert_pipeline(
             tok,
             lowercase=config.get("do_lower_case", True),
@@ -137,7 +140,10 @@ def _load_backend(folder: Path, config: dict[str, Any]) -> _Backend:
         _bert_template(tok, names["cls"], names["sep"])
         return tok
     if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
-        bpe = models.BPE.from_file(str(folder / "vocab.json"), str(folder / "merges.txt"))
+        try:
+            bpe = models.BPE.from_file(str(folder / "vocab.json"), str(folder / "merges.txt"))
+        except Exception as e:  # the Rust side raises bare Exception
+            raise CheckpointError(f"{folder / 'vocab.json'} + merges.txt: cannot load ({e})") from e
         tok = _bytelevel_pipeline(_Backend(bpe), config.get("add_prefix_space", False))
         if tok.token_to_id(GPT2_EOT) is not None:
             tok.add_special_tokens([GPT2_EOT])
@@ -295,12 +301,14 @@ class Tokenizer:
 
     def tokenize(self, text: str) -> list[str]:
         """Token strings of ``text``, without special tokens."""
+        _check_texts([text], "text")
         return self._tok.encode(text, add_special_tokens=False).tokens
 
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
         """Ids of one text (BERT adds [CLS] ... [SEP]; GPT-2 adds nothing)."""
         if not isinstance(text, str):
             raise TypeError(f"encode takes a str, got {type(text).__name__}")
+        _check_texts([text], "text")
         return self._tok.encode(text, add_special_tokens=add_special_tokens).ids
 
     def encode_batch(self, texts: Sequence[str], add_special_tokens: bool = True) -> list[list[int]]:
@@ -408,7 +416,8 @@ class Tokenizer:
         arr = np.asarray(ids)
         if arr.ndim != 1:
             raise ValueError(f"expected a 1-D sequence of ids, got shape {arr.shape}")
-        if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        python_ints = arr.dtype == object and all(type(i) is int for i in arr)  # beyond int64: out of range below
+        if arr.size and not (np.issubdtype(arr.dtype, np.integer) or python_ints):
             raise TypeError(f"ids must be integers, got dtype {arr.dtype}")
         out = [int(i) for i in arr]
         bad = [i for i in out if not 0 <= i < self.vocab_size]
@@ -515,6 +524,11 @@ def _check_texts(texts: Sequence[Any], what: str) -> None:
     for i, t in enumerate(texts):
         if not isinstance(t, str):
             raise TypeError(f"{what}[{i}] is {type(t).__name__}, expected str")
+        try:
+            t.encode("utf-8")
+        except UnicodeEncodeError as e:  # lone surrogates, e.g. undecodable bytes read with surrogateescape
+            raise ValueError(f"{what}[{i}] is not valid Unicode: lone surrogate U+{ord(t[e.start]):04X} at "
+                             f"index {e.start}") from None
 
 
 def _training_texts(texts: Iterable[str]) -> list[str]:

@@ -61,8 +61,10 @@ def read_config(folder: str | os.PathLike) -> dict[str, Any]:
         raise CheckpointError(f"{folder}: no {CONFIG_NAME} (not a Hugging Face model folder)")
     try:
         d = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CheckpointError(f"{path}: not valid JSON ({e})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise CheckpointError(f"{path}: not valid JSON ({e or 'nested too deeply'})") from None
+    except OSError as e:
+        raise CheckpointError(f"cannot read {path}: {e.strerror or e}") from None
     if not isinstance(d, dict):
         raise CheckpointError(f"{path}: expected a JSON object, got {type(d).__name__}")
     return d
@@ -81,7 +83,7 @@ def read_weights(folder: str | os.PathLike) -> dict[str, np.ndarray]:
             raise CheckpointError(f"{folder / WEIGHTS_INDEX_NAME}: not a valid shard index ({e})") from None
         state: dict[str, np.ndarray] = {}
         for shard in shards:
-            if Path(shard).name != shard:
+            if not isinstance(shard, str) or Path(shard).name != shard:
                 raise CheckpointError(f"{folder}: shard name {shard!r} must be a plain file name")
             state.update(st.load_file(folder / shard))
         return state

@@ -15,6 +15,7 @@ built. No pickle, no code execution.
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
 from pathlib import Path
@@ -27,6 +28,7 @@ from seqlab.autograd.tensor import Tensor
 from seqlab.errors import CheckpointError
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024  # the reference implementation's limit
+MAX_DIMS = 32                          # NumPy's limit on an array's dimensions
 
 # safetensors dtype name -> NumPy dtype (BF16 is read as raw uint16, then widened)
 DTYPES: dict[str, np.dtype] = {
@@ -68,6 +70,8 @@ def read_header(path: str | os.PathLike) -> tuple[dict[str, dict[str, Any]], dic
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise CheckpointError(f"{path}: the safetensors header is not valid JSON ({e})") from None
+    except RecursionError:  # "[[[[..." nested deeper than the parser goes
+        raise CheckpointError(f"{path}: the safetensors header is nested too deeply to be a header") from None
     if not isinstance(header, dict):
         raise CheckpointError(f"{path}: the safetensors header must be a JSON object, got {type(header).__name__}")
     metadata = header.pop("__metadata__", None) or {}
@@ -86,15 +90,17 @@ def _check_entries(path: Path, header: dict, data_len: int) -> None:
         if e["dtype"] not in DTYPES:
             raise CheckpointError(f"{path}: tensor {name!r} has unknown dtype {e['dtype']!r}")
         shape, offs = e["shape"], e["data_offsets"]
-        if not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
+        # `type(x) is int`: JSON true/false are bools, which isinstance(x, int) would let through
+        if (not isinstance(shape, list) or len(shape) > MAX_DIMS
+                or not all(type(s) is int and 0 <= s < 2**63 for s in shape)):
             raise CheckpointError(f"{path}: tensor {name!r} has an invalid shape {shape!r}")
-        if (not isinstance(offs, list) or len(offs) != 2 or not all(isinstance(o, int) for o in offs)
+        if (not isinstance(offs, list) or len(offs) != 2 or not all(type(o) is int for o in offs)
                 or not 0 <= offs[0] <= offs[1]):
             raise CheckpointError(f"{path}: tensor {name!r} has invalid data_offsets {offs!r}")
         if offs[1] > data_len:
             raise CheckpointError(f"{path}: tensor {name!r} ends at byte {offs[1]} of the data but the file "
                                   f"holds only {data_len} data bytes (truncated file?)")
-        want = int(np.prod(shape, dtype=np.int64)) * DTYPES[e["dtype"]].itemsize
+        want = math.prod(shape) * DTYPES[e["dtype"]].itemsize  # Python ints: no int64 overflow
         if offs[1] - offs[0] != want:
             raise CheckpointError(f"{path}: tensor {name!r} ({e['dtype']}, shape {tuple(shape)}) needs {want} "
                                   f"bytes but its data_offsets {offs} span {offs[1] - offs[0]}")
@@ -116,7 +122,10 @@ def load_file(path: str | os.PathLike) -> dict[str, np.ndarray]:
             buf = f.read(end - b)
             if len(buf) != end - b:  # the file shrank while we read it
                 raise CheckpointError(f"{path}: tensor {name!r} is truncated")
-            arr = np.frombuffer(buf, dtype=DTYPES[e["dtype"]]).reshape(e["shape"])
+            try:
+                arr = np.frombuffer(buf, dtype=DTYPES[e["dtype"]]).reshape(e["shape"])
+            except ValueError as err:  # e.g. shape [0, 2**62]: no bytes, but too big for NumPy
+                raise CheckpointError(f"{path}: tensor {name!r} of shape {tuple(e['shape'])}: {err}") from None
             if e["dtype"] == "BF16":  # bfloat16 is the top half of a float32
                 arr = (arr.astype(np.uint32) << 16).view(np.float32)
             out[name] = arr.astype(arr.dtype.newbyteorder("="), copy=True)

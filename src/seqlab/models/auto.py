@@ -40,13 +40,17 @@ MODELS: dict[str, tuple[str, dict[str, str], str]] = {
 }
 
 
-def model_class(config: dict):
-    """The seqlab class for a `config.json` dict."""
+def model_class(config: dict, where: str = "config.json"):
+    """The seqlab class for a `config.json` dict (``where`` names the file in errors)."""
     mt = config.get("model_type")
-    if mt not in MODELS:
-        raise CheckpointError(f"unknown model_type {mt!r}; seqlab reads {', '.join(sorted(MODELS))}")
+    if mt is None:
+        raise CheckpointError(f"{where} has no model_type; seqlab reads {', '.join(sorted(MODELS))}")
+    if not isinstance(mt, str) or mt not in MODELS:
+        raise CheckpointError(f"{where}: unknown model_type {mt!r}; seqlab reads {', '.join(sorted(MODELS))}")
     module, by_arch, default = MODELS[mt]
     archs = config.get("architectures") or []
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+        raise CheckpointError(f"{where}: architectures must be a list of class names, got {archs!r}")
     name = by_arch.get(archs[0], None) if archs else default
     if name is None:
         raise CheckpointError(f"architecture {archs[0]!r} of model_type {mt!r} is not supported; "
@@ -64,7 +68,7 @@ class AutoModel:
     def from_pretrained(name_or_path: str | os.PathLike, **kwargs):
         """Read config.json, pick the class, and call its `from_pretrained` (same keyword arguments)."""
         folder = resolve(name_or_path)
-        cls = model_class(read_config(folder))
+        cls = model_class(read_config(folder), str(folder / "config.json"))
         return cls.from_pretrained(folder, **kwargs)
 
     @staticmethod

@@ -133,7 +133,7 @@ def filter_logits(logits: np.ndarray, temperature: float = 1.0, top_k: int | Non
 def _check(max_new_tokens, temperature, top_k, top_p, num_beams):
     if not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
-    if temperature is not None and temperature <= 0:
+    if temperature is not None and not temperature > 0:  # NaN too
         raise ValueError(f"temperature must be > 0, got {temperature}")
     if top_k is not None and top_k < 0:
         raise ValueError(f"top_k must be >= 0, got {top_k}")

@@ -6,6 +6,9 @@ from seqlab.nn.module import Module
 
 
 class ReLU(Module):
+    def __init__(self, inplace: bool = False):  # `inplace` accepted for torch compatibility, ignored
+        super().__init__()
+
     def forward(self, x):
         return F.relu(x)
 

@@ -6,7 +6,9 @@ from seqlab.nn.module import Module
 
 
 class Dropout(Module):
-    def __init__(self, p: float = 0.5):
+    """Inverted dropout (see `F.dropout`); `inplace` is accepted for torch compatibility and ignored."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"dropout probability must be in [0, 1], got {p}")

@@ -55,6 +55,10 @@ class Module:
                 value = Tensor(value)
             buffers[name] = value
             return
+        params = self.__dict__["_parameters"]
+        if name in params and value is not None and not isinstance(value, Parameter):
+            raise TypeError(f"cannot assign {type(value).__name__} as parameter {name!r} of "
+                            f"{type(self).__name__} (a seqlab.nn.Parameter or None is expected)")
         target = "_parameters" if isinstance(value, Parameter) else "_modules" if isinstance(value, Module) else None
         for store in ("_parameters", "_modules", "_buffers"):
             if store != target:  # replacing in the same store keeps the registration order (as torch)

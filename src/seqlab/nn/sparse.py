@@ -1,6 +1,8 @@
 """Embedding: a lookup table of learned vectors."""
 from __future__ import annotations
 
+import numpy as np
+
 from seqlab import creation
 from seqlab import functional as F
 from seqlab.nn import init
@@ -24,6 +26,23 @@ class Embedding(Module):
         init.normal_(self.weight)
         if self.padding_idx is not None:
             self.weight.data[self.padding_idx] = 0
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx: int | None = None) -> "Embedding":
+        """An Embedding holding `embeddings` (num_embeddings, embedding_dim), frozen unless `freeze=False`."""
+        from seqlab.autograd.tensor import Tensor
+
+        arr = embeddings.data if isinstance(embeddings, Tensor) else embeddings
+        if hasattr(arr, "detach"):  # a torch tensor
+            arr = arr.detach().cpu().numpy()
+        if not hasattr(arr, "__cuda_array_interface__"):
+            arr = np.asarray(arr)
+        if len(arr.shape) != 2:
+            raise ValueError(f"embeddings must be 2-D (num_embeddings, embedding_dim), got shape {tuple(arr.shape)}")
+        emb = cls(arr.shape[0], arr.shape[1], padding_idx=padding_idx, dtype=arr.dtype)
+        emb.weight.data[...] = arr
+        emb.weight.requires_grad = not freeze
+        return emb
 
     def forward(self, ids):
         return F.embedding(ids, self.weight, self.padding_idx)
