@@ -105,6 +105,20 @@ def _runner_torch(torch, fn, floats, ints, grad_out):
     return run
 
 
+NOTES = """How to read it: a ratio below 1 means seqlab is faster. The machine this ran on is
+shared (its load average is printed with each table), so single figures move by up to 2x between
+runs; the ratio of the alternating medians is the figure to compare. Where seqlab is slower the op
+is a chain of element-wise steps that PyTorch fuses into one loop, while NumPy makes one pass over
+memory per step (softmax, layer_norm, exact-erf GELU, whose Φ costs ~25 NumPy passes). What
+seqlab already does about it, each held to the plain version by a test: batched @ 2-D matrices go
+through one 2-D GEMM (NumPy's stacked matmul misses BLAS there, 30x slower); the embedding
+gradient is a sparse one-hot product instead of `np.add.at` (15x); float32 Φ uses a
+Numerical Recipes erfc fit instead of SciPy (2x); row sums go through einsum, not BLAS gemv
+(which waits on busy BLAS threads: 16 ms instead of 0.05 ms here); softmax, attention, GELU and
+layer norm work in place in one or two temporaries; the autograd engine adds gradients into
+buffers it owns and skips defensive copies of fresh arrays."""
+
+
 def run_table(rounds: int, only: str) -> tuple[str, dict]:
     """Time every op in this process; the markdown table (and the machine line)."""
     threads = match_threads()
@@ -177,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
             f"Machine: {info['cpu']}, {info['cores']} cores; Python {info['python']}, NumPy {info['numpy']} "
             f"({info['numpy_blas']}), torch {info['torch']}; {info['date']}. Forward + backward of each op "
             f"on the same float32 inputs and upstream gradient; medians of {args.rounds} alternating rounds "
-            f"(see benchmarks/common.py).\n\n" + "\n".join(tables))
+            f"(see benchmarks/common.py).\n\n" + "\n".join(tables) + "\n" + NOTES + "\n")
     print(body)
     if args.results is not None:
         write_section(args.results, "Ops: seqlab vs PyTorch", body)

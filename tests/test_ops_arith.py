@@ -141,3 +141,14 @@ def test_mixed_dtypes_promote_like_torch():
 
 def test_constant_operand_gets_no_gradient():
     check_op(lambda a, b: a * b + b, lambda a, b: a * b + b, [(3, 4), const(np.ones((3, 4)))])
+
+
+def test_batched_times_2d_fast_path_equals_numpy_matmul():
+    """MatMul's one-GEMM path for (..., n, k) @ (k, m) against NumPy's plain stacked a @ b."""
+    from seqlab.autograd.ops.matmul import _matmul
+
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((3, 2, 5, 4)), rng.standard_normal((4, 6))
+    np.testing.assert_allclose(_matmul(a, b), a @ b, rtol=1e-12)
+    at = np.swapaxes(rng.standard_normal((3, 4, 5)), 1, 2)  # a non-contiguous batch
+    np.testing.assert_allclose(_matmul(at, b), at @ b, rtol=1e-12)

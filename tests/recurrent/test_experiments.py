@@ -76,11 +76,13 @@ def test_long_range_quick_cli(tmp_path):
 
 @pytest.mark.skipif(not (DATA / "multi30k" / "train.de").is_file(), reason="Multi30k not found (set SEQLAB_DATA)")
 def test_bottleneck_quick_cli(tmp_path):
-    assert _run_cli("bottleneck", "--quick", "--out", str(tmp_path), "--data-dir", str(DATA)) == 0
+    assert _run_cli("bottleneck", "--quick", "--out", str(tmp_path), "--data-dir", str(DATA),
+                    "--set", "max_steps=12", "--set", "eval_limit=30") == 0
     res = json.loads((tmp_path / "results.json").read_text())
     for name in ("none", "additive"):
         run = res["runs"][name]
         assert 0.0 <= run["test2016_bleu"] <= 100.0
-        assert sum(b["sentences"] for b in run["by_length"]) == 60
+        assert sum(b["sentences"] for b in run["by_length"]) == 30
+        assert run["steps"] == 12
     assert (tmp_path / "bleu_by_length.png").stat().st_size > 0
     assert (tmp_path / "model_additive" / "alignment.png").stat().st_size > 0

@@ -43,21 +43,29 @@ def test_bleu_and_buckets():
 @needs_data
 def test_train_decode_save_reload(tmp_path):
     res = tr.train_rnn_translation(DATA, tmp_path, max_minutes=1.0, epochs=3, batch_size=32, vocab_size=400,
-                                   train_limit=256, eval_limit=24, beam_size=3, progress=False, log_every=4,
+                                   train_limit=256, eval_limit=16, beam_size=3, progress=False, log_every=4,
                                    emb_dim=32, enc_hidden=32, dec_hidden=64, attn_dim=32, dropout=0.0)
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     train_loss = [r["loss"] for r in rows if "loss" in r]
     val_loss = [r["val_loss"] for r in rows if "val_loss" in r]
     assert train_loss[-1] < train_loss[0] and val_loss[-1] < val_loss[0]     # it learns
-    assert 0.0 <= res["test2016_bleu"] <= 100.0 and res["test2016_sentences"] == 24
+    assert 0.0 <= res["test2016_bleu"] <= 100.0 and res["test2016_sentences"] == 16
     assert res["epochs"] == 3 and res["steps"] == 24
     hyps = (tmp_path / "test2016.hyp.txt").read_text(encoding="utf-8").splitlines()
-    assert len(hyps) == 24
+    assert len(hyps) == 16
     for name in ("model.safetensors", "config.json", "results.json", "alignment.png"):
         assert (tmp_path / name).stat().st_size > 0
     model, tok_src, tok_tgt = tr.load_rnn_translation(tmp_path)
     from seqlab.data import load_multi30k
 
     de, _ = load_multi30k("test2016", DATA)
-    again = tr.translate(model, tok_src, tok_tgt, de[:24], beam_size=3)
+    again = tr.translate(model, tok_src, tok_tgt, de[:16], beam_size=3)
     assert again == hyps                                                     # reloaded weights decode the same
+
+
+def test_schedule_warms_up_then_anneals_to_min_lr():
+    lrs = [tr._schedule(s, s / 1000, 2e-3, 5e-5, 100) for s in range(1000)]
+    assert lrs[0] < 1e-4 and max(lrs) == pytest.approx(2e-3, rel=0.05)
+    assert np.argmax(lrs) < 120 and lrs[-1] == pytest.approx(5e-5, rel=1e-3)
+    assert max(abs(a - b) for a, b in zip(lrs, lrs[1:])) < 1e-4      # no jump when the warm-up ends
+    assert tr._schedule(50, 1.0, 2e-3, 5e-5, 100) == pytest.approx(5e-5)   # a budget spent mid warm-up

@@ -137,6 +137,7 @@ def run_backward(root, grad, retain_graph: bool = False) -> None:
                 exclusive = (not retain_graph and pg is not g and handed.count(id(pg)) == 1
                              and _fresh(pg))
                 out = unbroadcast(pg, parent.data.shape)
-                exclusive = exclusive and out is pg
+                # a broadcast summed away gives a new array (a reshape of a fresh sum)
+                exclusive = exclusive if out is pg else _fresh(out)
                 pg = out
             _accumulate(grads, owned, id(parent), pg, parent.data.dtype, exclusive)

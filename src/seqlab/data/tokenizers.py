@@ -413,13 +413,16 @@ class Tokenizer:
     # -------------------------------------------------------------- decoding
 
     def _id_list(self, ids: Sequence[int] | np.ndarray) -> list[int]:
-        arr = np.asarray(ids)
-        if arr.ndim != 1:
-            raise ValueError(f"expected a 1-D sequence of ids, got shape {arr.shape}")
-        python_ints = arr.dtype == object and all(type(i) is int for i in arr)  # beyond int64: out of range below
-        if arr.size and not (np.issubdtype(arr.dtype, np.integer) or python_ints):
-            raise TypeError(f"ids must be integers, got dtype {arr.dtype}")
-        out = [int(i) for i in arr]
+        if not isinstance(ids, np.ndarray) and all(isinstance(i, (int, np.integer)) and not isinstance(i, bool)
+                                                   for i in ids):
+            out = [int(i) for i in ids]  # a list of ints of any size (NumPy would turn 2**63 into a float)
+        else:
+            arr = np.asarray(ids)
+            if arr.ndim != 1:
+                raise ValueError(f"expected a 1-D sequence of ids, got shape {arr.shape}")
+            if arr.size and not np.issubdtype(arr.dtype, np.integer):
+                raise TypeError(f"ids must be integers, got dtype {arr.dtype}")
+            out = [int(i) for i in arr]
         bad = [i for i in out if not 0 <= i < self.vocab_size]
         if bad:
             raise ValueError(f"id {bad[0]} is outside the vocabulary (size {self.vocab_size})")
@@ -581,7 +584,10 @@ class CharTokenizer:
     def decode(self, ids: Sequence[int] | np.ndarray) -> str:
         """Text of a 1-D id sequence."""
         out = []
-        for i in np.asarray(ids).reshape(-1).tolist():
+        plain = not isinstance(ids, np.ndarray) and all(isinstance(i, (int, np.integer)) for i in ids)
+        for i in (list(ids) if plain else np.asarray(ids).reshape(-1).tolist()):  # big Python ints stay ints
+            if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+                raise TypeError(f"ids must be integers, got {i!r}")
             if not 0 <= i < len(self.chars):
                 raise ValueError(f"id {i} is outside the vocabulary (size {len(self.chars)})")
             out.append(self.chars[i])

@@ -115,8 +115,12 @@ def run(out_dir: pathlib.Path, args) -> dict:
             "peak_MiB_at_largest_T": done[-1]["peak_bytes"] / 2**20 if done else None,
         }
     table = _table(rows, summary)
+    import os
+
+    threads = {k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     results = {"settings": {"head_dim": d, "window": window, "chunk": chunk, "dtype": "float32", "batch": 1,
-                            "heads": 1, "max_plain_gib": max_plain / 2**30, "quick": quick},
+                            "heads": 1, "max_plain_gib": max_plain / 2**30, "quick": quick,
+                            "cpu_count": os.cpu_count(), "blas_threads_env": threads},
                "rows": rows, "summary": summary, "table": table}
     _plots(out_dir, rows)
     (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
@@ -181,6 +185,10 @@ Reproduce: `seqlab experiment attention-cost --out DIR`{' --quick' if s['quick']
   weights in backward, so it is a little slower than plain attention where plain fits in memory.
 - **Sliding-window attention** changes the model: each token sees only the last {s['window']} tokens, so both
   time (~ T^{exp('sliding-window', 'time_exponent')}) and memory grow linearly.
+
+Timings depend on the machine and its load: on a busy machine, run with `OPENBLAS_NUM_THREADS=1`
+(settings above record it), since a multi-threaded BLAS whose threads wait on each other makes the many
+small block products of the chunked kernels far slower than their arithmetic.
 
 When to use which: plain attention while T² fits comfortably (short sequences, and whenever the weights
 themselves are wanted, e.g. for the attention viewer); memory-efficient attention for long sequences

@@ -145,10 +145,11 @@ def run(out_dir: Path, args) -> dict:
     finite = lambda v: np.where(np.isfinite(v), v, np.nan)
     line_plot({("no clipping" if r["clip"] is None else f"clip_grad_norm_({r['clip']})"):
                (steps, finite(np.array(r["losses"]))) for r in clip_runs},
-              out_dir / "exploding_loss.png", "adding problem, tanh RNN ρ = 1.5, SGD lr 0.1", "step", "MSE loss")
+              out_dir / "exploding_loss.png", "adding problem, tanh RNN ρ = 1.5, SGD lr 0.1", "step", "MSE loss",
+              logy=True)
     line_plot({("no clipping" if r["clip"] is None else "with clipping (norm before clipping)"):
                (steps, finite(np.array(r["grad_norms"]))) for r in clip_runs},
-              out_dir / "exploding_grad_norm.png", "gradient norm per step", "step", "‖g‖")
+              out_dir / "exploding_grad_norm.png", "gradient norm per step", "step", "‖g‖", logy=True)
     marks = [m for m in (1, 10, 50, 100, 200) if m <= distance]
     rows = [[regime, m] + [cs[m][k] for k in marks] for regime, cs in curves.items() for m in MODELS]
     table = _table(["regime", "model"] + [f"d={k}" for k in marks], rows)

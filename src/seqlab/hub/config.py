@@ -31,7 +31,7 @@ _HF_BASE_KEYS = ("num_labels", "id2label", "label2id")
 
 def activation(name: str) -> Callable:
     """The activation function that transformers calls `name`."""
-    if name not in HF_ACTIVATIONS:
+    if not isinstance(name, str) or name not in HF_ACTIVATIONS:
         raise ConfigError(f"unknown activation {name!r}; supported: {', '.join(HF_ACTIVATIONS)}")
     return HF_ACTIVATIONS[name]
 
@@ -121,7 +121,7 @@ class HFConfig:
 
     def _one_of(self, name: str, allowed) -> None:
         v = getattr(self, name)
-        if v not in allowed:
+        if not isinstance(v, (str, int, float, bool, type(None))) or v not in allowed:  # a JSON list or object
             raise ConfigError(f"{type(self).__name__}.{name} must be one of {sorted(allowed)}, got {v!r}")
 
     def _problem_type(self) -> None:

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from seqlab import backend
-from seqlab.errors import CheckpointError
+from seqlab.errors import CheckpointError, ConfigError
 from seqlab.hub import keymap as km
 from seqlab.hub import safetensors as st
 
@@ -188,11 +188,18 @@ class PreTrainedModel:
         if cfg.get("model_type") != want:
             raise CheckpointError(f"{folder} holds a model_type {cfg.get('model_type')!r} model, but "
                                   f"{cls.__name__} needs {want!r} (use seqlab.models.AutoModel to pick the class)")
-        config = cls.config_class.from_dict(cfg, **config_overrides)
+        try:
+            config = cls.config_class.from_dict(cfg, **config_overrides)
+        except ConfigError as e:
+            raise ConfigError(f"{folder / CONFIG_NAME}: {e}") from None
         model = cls(config)
         if dtype is not None:
             model.to(dtype=dtype)
-        info = load_weights(model, read_weights(folder), cls.keymap, cls.head_prefixes, strict)
+        state = read_weights(folder)
+        try:
+            info = load_weights(model, state, cls.keymap, cls.head_prefixes, strict)
+        except ValueError as e:  # missing keys or shapes: the weights were not made with this config.json
+            raise CheckpointError(f"{folder}: the weights do not fit its {CONFIG_NAME}: {e}") from None
         model.loading_info = info
         model.name_or_path = str(name_or_path)
         model.eval()

@@ -65,8 +65,8 @@ class T5Config(HFConfig):
         self._positive("vocab_size", "d_model", "d_kv", "d_ff", "num_layers", "num_decoder_layers", "num_heads",
                        "relative_attention_num_buckets", "relative_attention_max_distance")
         self._probability("dropout_rate")
-        parts = self.feed_forward_proj.split("-")
-        if len(parts) > 2 or (len(parts) == 2 and parts[0] != "gated"):
+        parts = self.feed_forward_proj.split("-") if isinstance(self.feed_forward_proj, str) else []
+        if not parts or len(parts) > 2 or (len(parts) == 2 and parts[0] != "gated"):
             raise ConfigError(f"feed_forward_proj must be '<act>' or 'gated-<act>', got {self.feed_forward_proj!r}")
         activation(self.act_name)
         if self.scale_decoder_outputs is None:

@@ -16,16 +16,17 @@ def _is_last(a, dim) -> bool:
 
 
 def rowsum(a, dim=-1):
-    """Σ along `dim`, keepdims. Along the last axis this is a ⋅ 1 (BLAS gemv): NumPy's
-    reduction over many short rows is ~6x slower."""
-    if a.ndim >= 1 and _is_last(a, dim) and a.dtype.kind == "f":
-        return (a @ xp_of(a).ones(a.shape[-1], dtype=a.dtype))[..., None]
+    """Σ along `dim`, keepdims. Along the last axis einsum's SIMD loop is ~4x faster than
+    NumPy's reduction over many short rows (and, unlike a ⋅ 1 through BLAS gemv, never
+    waits on BLAS threads: 16 ms instead of 0.05 ms on a busy 2-core machine)."""
+    if a.ndim >= 1 and _is_last(a, dim) and a.shape[-1] <= 1024:  # long rows: keep the pairwise sum
+        return xp_of(a).einsum("...i->...", a)[..., None]
     return a.sum(axis=dim, keepdims=True)
 
 
 def colsum(a2):
-    """Σ over the rows of a 2-D array: 1ᵀ ⋅ a (BLAS gemv), the bias gradient of a batch."""
-    return xp_of(a2).ones(a2.shape[0], dtype=a2.dtype) @ a2
+    """Σ over the rows of a 2-D array (the bias gradient of a batch), with einsum (see rowsum)."""
+    return xp_of(a2).einsum("ij->j", a2)
 
 
 def softmax_array(x, dim, overwrite: bool = False):

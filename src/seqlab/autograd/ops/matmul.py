@@ -73,5 +73,5 @@ class Linear(Function):
         g2 = grad.reshape(-1, grad.shape[-1])
         gx = (g2 @ w).reshape(x.shape) if self.needs_input_grad[0] else None
         gw = g2.T @ x.reshape(-1, x.shape[-1]) if self.needs_input_grad[1] else None
-        gb = colsum(g2) if self.has_bias and self.needs_input_grad[2] else None  # 1ᵀ g (gemv)
+        gb = colsum(g2) if self.has_bias and self.needs_input_grad[2] else None  # Σ over the batch
         return gx, gw, gb
