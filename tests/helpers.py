@@ -24,7 +24,7 @@ outputs, the input gradients and every parameter gradient by name.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 

@@ -9,7 +9,7 @@ import torch
 from helpers import check_op
 
 import seqlab
-from seqlab import Function, Tensor
+from seqlab import Function
 
 
 def test_gradients_accumulate_across_backward_calls():

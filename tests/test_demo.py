@@ -1,6 +1,5 @@
 """`seqlab demo` (make demo): an MLP learns two spirals by backpropagation (issue 2 §1, the chapter's 7.1)."""
 import numpy as np
-import pytest
 
 from seqlab.cli import demo
 from seqlab.cli.main import main

@@ -4,7 +4,6 @@ import pytest
 import torch
 from helpers import check_op, const
 from hypothesis import given, settings
-from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import seqlab

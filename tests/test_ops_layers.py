@@ -1,7 +1,6 @@
 """Functional layers (issue 2 §3): linear, layer_norm, rms_norm, embedding, dropout."""
 import numpy as np
 import pytest
-import torch
 import torch.nn.functional as TF
 from helpers import check_op
 from hypothesis import given, settings

@@ -181,9 +181,10 @@ Reproduce: `seqlab experiment positional-ablation --out DIR`{' --quick' if cfg['
 
 - **No encoding**: the encoder is permutation-equivariant (the gap above is rounding error, ~1e-16), so a
   mean-pooled classifier is permutation-invariant and cannot beat chance on either task.
-- **Sinusoidal / learned** (absolute): solve the tasks at the trained lengths; a learned table has never
-  updated the rows past the training length, so accuracy drops on longer inputs; the sinusoidal table is
-  defined everywhere but the model has not seen those position vectors either.
+- **Sinusoidal / learned** (absolute): can solve the tasks at the trained lengths (a learned table must
+  first learn its rows, so it is the slowest to train); a learned table has never updated the rows past
+  the training length, so accuracy falls on longer inputs; the sinusoidal table is defined everywhere but
+  the model has not seen those position vectors either.
 - **RoPE / ALiBi** (relative): attention depends on the offset i − j, which is the same at any length, so they
   tend to extrapolate best. Note that seqlab's bidirectional ALiBi uses −m·|i − j|, which cannot tell left
   from right: with no other position signal the model gives a sequence and its reverse the same output, so
