@@ -1,7 +1,15 @@
-"""Suite-wide set-up: `from helpers import check_op, check_module` works in every test folder."""
+"""Suite-wide set-up.
+
+Tests run with ``--import-mode=importlib`` (test files in different folders
+may share a name), so folders are not put on ``sys.path`` by pytest; this puts
+``tests/`` and each test folder there, so ``from helpers import check_op``
+and a folder's own helper module import everywhere. Helper modules have
+unique names across folders.
+"""
 import sys
 from pathlib import Path
 
-_TESTS = str(Path(__file__).resolve().parent)
-if _TESTS not in sys.path:
-    sys.path.insert(0, _TESTS)
+_TESTS = Path(__file__).resolve().parent
+for _folder in [_TESTS, *sorted(p for p in _TESTS.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))]:
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))

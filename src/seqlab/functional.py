@@ -267,20 +267,8 @@ def attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None, dropout
         shape = batch + (tq, tk)  # one keep/drop decision per attention weight
         keep = (_random.uniform_like(xp, shape, q.dtype, generator) >= dropout_p).astype(q.dtype)
     inputs = [q, k, v, bias]
-    fn_out = Fu.Attention.apply(*inputs, block=block, scale=s, keep_mask=keep, p=dropout_p)
-    weights = Tensor(fn_out._ctx.weights if fn_out._ctx is not None else _last_weights(q, k, bias, block, s))
-    return fn_out, weights
-
-
-def _last_weights(q, k, bias, block, scale):
-    """The weights again when no graph was recorded (under no_grad)."""
-    xp = backend.xp_of(q.data)
-    s = (q.data @ k.data.swapaxes(-1, -2)) * q.dtype.type(scale)
-    if bias is not None:
-        s = s + _arr(bias)
-    if block is not None:
-        s = xp.where(block, q.dtype.type(-np.inf), s)
-    return Fu.softmax_array(s, -1)
+    out, fn = Fu.Attention.apply_with_fn(*inputs, block=block, scale=s, keep_mask=keep, p=dropout_p)
+    return out, Tensor._from_op(fn.weights, None)
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,

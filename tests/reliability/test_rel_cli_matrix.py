@@ -146,3 +146,20 @@ def test_one_error_line_exit_code_and_debug_traceback(case, cli, resolve, monkey
     assert got_debug == code
     assert "Traceback (most recent call last)" in err_debug
     assert err_debug.strip().splitlines()[-1] == line
+
+
+@pytest.mark.parametrize("family", ["bert", "gpt", "t5"])
+@pytest.mark.parametrize("bad", ["vocab_size", -1])
+def test_models_refuse_ids_outside_their_vocabulary(models, family, bad):
+    """The library behind `ids-beyond-vocabulary`: an IndexError naming the id (torch raises IndexError too)."""
+    import numpy as np
+
+    from seqlab.models.auto import AutoModel
+
+    model = AutoModel.from_pretrained(getattr(models, family))
+    bad_id = model.config.vocab_size if bad == "vocab_size" else bad
+    ids = np.array([[1, bad_id, 2]])
+    kwargs = {"decoder_input_ids": np.array([[0]])} if family == "t5" else {}
+    with pytest.raises(IndexError, match=f"token id {bad_id} is out of range for an embedding of "
+                                         f"{model.config.vocab_size} rows"):
+        model(ids, **kwargs)

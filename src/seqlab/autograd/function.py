@@ -78,6 +78,12 @@ class Function:
 
     @classmethod
     def apply(cls, *inputs, **params):
+        return cls.apply_with_fn(*inputs, **params)[0]
+
+    @classmethod
+    def apply_with_fn(cls, *inputs, **params):
+        """As `apply`, also returning the Function object (for values it computed on the way,
+        such as attention weights), whether or not a graph was recorded."""
         from seqlab.autograd.tensor import Tensor
 
         fn = cls()
@@ -90,8 +96,8 @@ class Function:
             if any(needs):
                 fn.parents = inputs
                 fn.needs_input_grad = needs
-                return Tensor._from_op(out, fn)
-        return Tensor._from_op(out, None)
+                return Tensor._from_op(out, fn), fn
+        return Tensor._from_op(out, None), fn
 
 
 class IndexGrad:

@@ -1,0 +1,106 @@
+"""gpt-train: one training iteration of nanoGPT's CPU configuration.
+
+4 layers, 4 heads, 128 dims, block 64, batch 12, vocabulary 65 (characters),
+dropout 0, AdamW (nanoGPT's: lr 1e-3, betas (0.9, 0.99), weight decay 0.1 on
+matrices only). seqlab's GPT-2 `GPT` against the same model written as
+nanoGPT writes it in torch (fused causal SDPA); both keep GPT-2's biases and
+tanh GELU, and tie the head to the token embedding.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+NAME = "gpt-train"
+DESCRIPTION = "one training iteration: GPT 4 layers, 4 heads, 128 dims, block 64, batch 12, vocab 65, AdamW"
+
+
+@dataclass
+class GPTTrainConfig:
+    vocab_size: int = 65
+    block_size: int = 64
+    n_embd: int = 128
+    n_layer: int = 4
+    n_head: int = 4
+    batch: int = 12
+    lr: float = 1e-3
+    betas: tuple = (0.9, 0.99)
+    weight_decay: float = 0.1
+
+
+def make_batch(c: GPTTrainConfig, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """x, y (B, T): random windows of a random character stream, y shifted by one (as nanoGPT's get_batch)."""
+    rng = np.random.default_rng(seed)
+    data = rng.integers(0, c.vocab_size, 10_000)
+    starts = rng.integers(0, len(data) - c.block_size - 1, c.batch)
+    x = np.stack([data[i:i + c.block_size] for i in starts])          # (B, T)
+    y = np.stack([data[i + 1:i + 1 + c.block_size] for i in starts])  # (B, T)
+    return x.astype(np.int64), y.astype(np.int64)
+
+
+def build(c: GPTTrainConfig | None = None, seed: int = 0):
+    """(seqlab step, torch step, seqlab model, torch model); a step returns the loss as a float."""
+    import torch
+
+    import seqlab
+    from seqlab import functional as F
+    from seqlab.bench.torch_models import copy_to_torch, decay_groups, torch_gpt
+    from seqlab.models.gpt import GPT, GPTConfig
+    from seqlab.optim import AdamW
+
+    c = c or GPTTrainConfig()
+    seqlab.manual_seed(seed)
+    cfg = GPTConfig(vocab_size=c.vocab_size, n_positions=c.block_size, n_embd=c.n_embd, n_layer=c.n_layer,
+                    n_head=c.n_head, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0,
+                    eos_token_id=0)
+    model = GPT(cfg).train()
+    twin = torch_gpt(c.vocab_size, c.block_size, c.n_embd, c.n_layer, c.n_head).train()
+    copy_to_torch(model, twin)
+    opt = AdamW(decay_groups(model.named_parameters(), c.weight_decay), lr=c.lr, betas=c.betas)
+    topt = torch.optim.AdamW(decay_groups(twin.named_parameters(), c.weight_decay), lr=c.lr, betas=c.betas)
+    x, y = make_batch(c, seed)
+    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+    V = c.vocab_size
+
+    def seqlab_step() -> float:
+        opt.zero_grad()
+        logits = model(x).logits                                          # (B, T, V)
+        loss = F.cross_entropy(logits.reshape(-1, V), y.reshape(-1))
+        loss.backward()
+        opt.step()
+        return float(loss.item())
+
+    def torch_step() -> float:
+        topt.zero_grad(set_to_none=True)
+        logits = twin(tx)                                                 # (B, T, V)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, V), ty.reshape(-1))
+        loss.backward()
+        topt.step()
+        return float(loss.item())
+
+    return seqlab_step, torch_step, model, twin
+
+
+def profiled_step(c: GPTTrainConfig | None = None, seed: int = 0):
+    """A seqlab step split into phases for the profiler: returns step(prof)."""
+    from seqlab import functional as F
+    from seqlab.bench.torch_models import decay_groups
+    from seqlab.optim import AdamW
+
+    c = c or GPTTrainConfig()
+    _, _, model, _ = build(c, seed)
+    opt = AdamW(decay_groups(model.named_parameters(), c.weight_decay), lr=c.lr, betas=c.betas)
+    x, y = make_batch(c, seed)
+
+    def step(prof) -> None:
+        opt.zero_grad()
+        with prof.phase("forward"):
+            logits = model(x).logits
+            loss = F.cross_entropy(logits.reshape(-1, c.vocab_size), y.reshape(-1))
+        with prof.phase("backward"):
+            loss.backward()
+        with prof.phase("optimizer"):
+            opt.step()
+
+    return step

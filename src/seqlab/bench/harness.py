@@ -1,0 +1,185 @@
+"""The timing harness of the seqlab-vs-PyTorch benchmarks (from benchmarks/common.py).
+
+Fair by construction: both libraries get the same number of threads (torch
+through `torch.set_num_threads`, NumPy's OpenBLAS through its own C setter,
+found with ctypes, so threadpoolctl is not needed), the same inputs, and runs
+that alternate seqlab / torch several times in one process so machine noise
+hits both; medians are reported.
+"""
+from __future__ import annotations
+
+import ctypes
+import datetime
+import os
+import platform
+import re
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+# the getters / setters OpenBLAS, MKL and BLIS builds export (NumPy's wheels ship scipy-openblas64)
+_GETTERS = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads",
+            "scipy_openblas_get_num_threads", "MKL_Get_Max_Threads", "bli_thread_get_num_threads")
+_SETTERS = ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_", "openblas_set_num_threads",
+            "scipy_openblas_set_num_threads", "MKL_Set_Num_Threads", "bli_thread_set_num_threads")
+
+
+def _loaded_blas_libraries() -> list[str]:
+    """Paths of the BLAS shared libraries mapped into this process (Linux: /proc/self/maps)."""
+    np.ones((2, 2)) @ np.ones((2, 2))  # make sure NumPy's BLAS is loaded
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return []
+    paths = {line.split()[-1] for line in maps.splitlines() if line.count("/") and
+             re.search(r"(openblas|mkl_rt|libblis|libblas)[^/]*\.so", line.split()[-1])}
+    return sorted(paths)
+
+
+def _blas_symbol(names: tuple[str, ...]):
+    for path in _loaded_blas_libraries():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in names:
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                return fn
+    return None
+
+
+def blas_threads() -> int | None:
+    """How many threads NumPy's BLAS uses (None when it cannot be read)."""
+    fn = _blas_symbol(_GETTERS)
+    if fn is None:
+        return None
+    fn.restype = ctypes.c_int
+    return int(fn())
+
+
+def set_threads(n: int | None = None) -> int:
+    """Give NumPy's BLAS and torch the same thread count `n` (default: what the BLAS uses now).
+
+    Returns the count in force. NumPy's element-wise loops are single-threaded
+    whatever this says; torch's are not, which is part of what is compared.
+    """
+    import torch
+
+    if n is not None:
+        if n < 1:
+            raise ValueError(f"threads must be >= 1, got {n}")
+        setter = _blas_symbol(_SETTERS)
+        if setter is not None:
+            setter.argtypes = [ctypes.c_int]
+            setter(int(n))
+    got = blas_threads()
+    if got is None:
+        got = n or int(os.environ.get("OMP_NUM_THREADS") or os.environ.get("OPENBLAS_NUM_THREADS")
+                       or os.cpu_count() or 1)
+    torch.set_num_threads(got)
+    return got
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def load_average() -> str:
+    try:
+        return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:  # pragma: no cover - not on Linux/macOS
+        return "n/a"
+
+
+def machine_info(threads: int) -> dict:
+    import torch
+
+    blas = _loaded_blas_libraries()
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "threads": threads,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "numpy_blas": Path(blas[0]).name if blas else "unknown",
+        "torch": torch.__version__,
+        "date": datetime.date.today().isoformat(),
+    }
+
+
+@dataclass
+class Timing:
+    seqlab_s: float
+    torch_s: float
+    seqlab_all: list = field(default_factory=list)
+    torch_all: list = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float:
+        return self.seqlab_s / self.torch_s
+
+
+def _clock(fn: Callable[[], None], inner: int) -> float:
+    start = time.perf_counter()
+    for _ in range(inner):
+        fn()
+    return (time.perf_counter() - start) / inner
+
+
+def compare(fn_seqlab: Callable[[], None], fn_torch: Callable[[], None], rounds: int = 7, warmup: int = 2,
+            min_time: float = 0.05, settle: float = 0.2, wake: bool = True) -> Timing:
+    """Median seconds per call of each, measured in alternating rounds.
+
+    Each round times `inner` calls back to back, with `inner` chosen so a
+    round lasts at least `min_time` seconds for the slower of the two.
+    Between the two libraries the harness sleeps `settle` seconds: OpenBLAS's
+    and OpenMP's worker threads spin for a while after a call and would
+    otherwise steal cores from the other library's next run; with `wake`,
+    one untimed call after the pause wakes this library's threads again.
+    The first library of a round alternates.
+    """
+    for _ in range(warmup):
+        fn_seqlab()
+        fn_torch()
+    once = max(_clock(fn_seqlab, 1), _clock(fn_torch, 1), 1e-6)
+    inner = max(1, int(min_time / once))
+    s_times, t_times = [], []
+    for r in range(rounds):
+        order = ((s_times, fn_seqlab), (t_times, fn_torch))
+        for times, fn in (order if r % 2 == 0 else order[::-1]):
+            time.sleep(settle)
+            if wake:
+                fn()
+            times.append(_clock(fn, inner))
+    return Timing(statistics.median(s_times), statistics.median(t_times), s_times, t_times)
+
+
+def markdown_table(headers: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_section(path: Path, heading: str, body: str) -> None:
+    """Replace (or append) the `## heading` section of a markdown file with `body`."""
+    path = Path(path)
+    text = path.read_text() if path.exists() else "# Results\n\nEvery figure with its command, machine and date.\n"
+    block = f"## {heading}\n\n{body.rstrip()}\n"
+    pattern = re.compile(rf"^## {re.escape(heading)}\n.*?(?=^## |\Z)", re.S | re.M)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: block + "\n", text).rstrip() + "\n"
+    else:
+        text = text.rstrip() + "\n\n" + block
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
