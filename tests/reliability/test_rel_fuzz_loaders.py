@@ -89,10 +89,13 @@ def test_tokenizer_files_with_random_bytes(tmp_path_factory, kind, data):
     tok.encode("the cat")  # whatever loaded works
 
 
+JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3000) | st.floats() | st.text(max_size=4),
+                    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
+                    max_leaves=5)
+
+
 @SETTINGS
-@given(data=BYTES | st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=4),
-                                 lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
-                                 max_leaves=6).map(lambda v: json.dumps(v).encode()))
+@given(data=BYTES | JSON.map(lambda v: json.dumps(v).encode()))
 def test_config_json_with_random_content(tmp_path_factory, data):
     from seqlab.hub import read_config
     from seqlab.models.auto import model_class
@@ -105,11 +108,6 @@ def test_config_json_with_random_content(tmp_path_factory, data):
         cls.config_class.from_dict(config)
     except OURS:
         pass
-
-
-JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3000) | st.floats() | st.text(max_size=4),
-                    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
-                    max_leaves=5)
 
 
 @pytest.mark.parametrize("family", ["bert", "gpt2", "t5"])

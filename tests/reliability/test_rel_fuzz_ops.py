@@ -200,7 +200,8 @@ def test_multihead_attention_random_padding(data, dtype):
     w = ours(seqlab.tensor(x.astype(dtype)), seqlab.tensor(mem.astype(dtype)), seqlab.tensor(mem.astype(dtype)),
              key_padding_mask=pad)[1]
     with torch.no_grad():
-        w_ref = ref(*(torch.from_numpy(a.astype(dtype)) for a in (x, mem, mem)), key_padding_mask=torch.from_numpy(pad))[1]
+        w_ref = ref(*(torch.from_numpy(a.astype(dtype)) for a in (x, mem, mem)),
+                    key_padding_mask=torch.from_numpy(pad))[1]
     assert_close(w.numpy(), w_ref.numpy(), 1e-9 if dtype == "float64" else 1e-5, 1e-6, what="weights")
 
 

@@ -128,7 +128,7 @@ def fit_to_model(texts: dict[str, str], count: Callable[[list[str]], int], model
         raise ConfigError(f"{who}: {model_name} takes at most {limit} positions ({field}), too few for even one "
                           f"token of each text")
     warn(f"{who} {'have' if len(names) > 1 else 'has'} {n} tokens but {model_name} takes at most {limit} "
-         f"({field} in its config); cut to {count(fitted)} (pass --no-truncate to refuse instead)")
+         f"({field} in its config); cut to {count(fitted)} tokens (pass --no-truncate to refuse instead)")
     return dict(zip(names, fitted))
 
 

@@ -1,8 +1,18 @@
-"""The first-run tour: seqlab demo [--out runs/demo] [--steps mlp] [--seed 0].
+"""The first-run tour: seqlab demo [--out runs/demo] [--data-dir DIR] [--minutes 4.5] [--steps mlp,...].
 
-The tour is a list of steps (`STEPS`); each step trains or shows one idea of
-the chapter and writes its pictures into the output folder. Later issues
-append steps (RNNs, attention, Transformers); `--steps` runs a subset.
+The tour is a list of steps (`STEPS`); each shows one idea of the chapter and
+writes its files into the output folder (`--steps` runs a subset):
+
+  mlp        7.1: an MLP learns two spirals by backpropagation (below)
+  bert       3.2: the pretrained MiniLM in seqlab, its shapes, and self-checks
+  attention  exercise 2: the attention viewer (attention.html, attention.png)
+  sentiment  exercise 1: a Transformer classifier from scratch on SST-2
+  gpt        7.5: a character-level GPT on tiny Shakespeare, and a sample
+
+then a summary of what was written where (also OUT/tour.json) and the
+commands to try next. The two training steps share --minutes (see
+`seqlab.tour.plan`); without data they train on built-in synthetic tasks and
+say so. The steps themselves live in `seqlab.tour`; this file prints.
 
 Step `mlp` (the chapter's 7.1): a feed-forward network
     h1 = tanh(W1 x + b1),  h2 = tanh(W2 h1 + b2),  logits = W3 h2 + b3
@@ -12,7 +22,9 @@ with the loss printed as it falls and the decision boundary drawn.
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
 import pathlib
 import time
 from dataclasses import dataclass, field
@@ -154,16 +166,69 @@ def plot_loss(losses: list[float], path: pathlib.Path) -> pathlib.Path:
 
 # ---- the tour ---------------------------------------------------------------------------------------
 @dataclass
+class Context:
+    """What the steps share: the options, the output folder, the clock and every step's result."""
+
+    args: argparse.Namespace
+    out: pathlib.Path
+    wanted: list[str]
+    start: float = field(default_factory=time.monotonic)
+    results: dict = field(default_factory=dict)
+    written: list[tuple[str, pathlib.Path]] = field(default_factory=list)   # (what, path) for the summary
+    failed: list[str] = field(default_factory=list)                         # self-checks that failed
+
+    def left_s(self) -> float:
+        return self.args.minutes * 60 - (time.monotonic() - self.start)
+
+
+@dataclass
 class Step:
     name: str
     title: str
-    run: Callable[[argparse.Namespace, pathlib.Path], list[str]]  # returns the lines to print at the end
+    run: Callable[[Context], list[str]]  # prints its progress; returns the lines to print at the end
 
 
-def step_mlp(args: argparse.Namespace, out: pathlib.Path) -> list[str]:
+# Seconds each step spends outside its training loop (data, vocabulary, evaluation, sample), measured
+# on 2 busy cores; the time plan keeps them free for the steps that follow.
+AFTER_TRAINING_S = {"sentiment": 12.0, "gpt": 15.0}
+
+
+class TrainingBar:
+    """A tqdm bar over a training's time budget, the trainer's callback: seconds, step and loss."""
+
+    def __init__(self, desc: str, minutes: float):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=round(minutes * 60, 1), desc=desc, unit="s", leave=False, mininterval=0.5,
+                        bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s {postfix}")
+
+    def __call__(self, trainer, row: dict) -> None:
+        self.bar.update(max(0.0, min(self.bar.total, trainer.elapsed()) - self.bar.n))
+        self.bar.set_postfix_str(f"step {row['step']}, loss {row['loss']:.3f}")
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _minutes_for(ctx: Context, name: str) -> float:
+    """This step's training minutes: its share of --minutes, cut so that the later steps still fit."""
+    from seqlab import tour
+
+    planned = tour.plan(ctx.args.minutes)
+    later = AFTER_TRAINING_S[name] + sum(planned[n] * 60 + AFTER_TRAINING_S[n]
+                                         for n in ctx.wanted[ctx.wanted.index(name) + 1:] if n in planned)
+    return tour.fit_minutes(planned[name], ctx.left_s(), later)
+
+
+def _no_data_banner(what: str, error: str, instead: str) -> None:
+    print(f"  !! {what} could not be had: {error}")
+    print(f"  !! training on the built-in SYNTHETIC {instead} instead; its numbers say nothing about {what}")
+
+
+def step_mlp(ctx: Context) -> list[str]:
     from tqdm import tqdm
 
-    steps = args.mlp_steps
+    steps = ctx.args.mlp_steps
     report_every = max(1, steps // 5)
     bar = tqdm(total=steps, desc="MLP on two spirals", unit="step", leave=False, mininterval=0.5)
 
@@ -175,29 +240,144 @@ def step_mlp(args: argparse.Namespace, out: pathlib.Path) -> list[str]:
             tqdm.write(f"  step {step + 1:5d}  loss {loss:.4f}")
 
     try:
-        res = train_mlp(steps=steps, seed=args.seed, on_step=on_step)
+        res = train_mlp(steps=steps, seed=ctx.args.seed, on_step=on_step)
     finally:
         bar.close()
-    X, y = make_spirals(seed=args.seed)
-    png = plot_decision_boundary(res.model, X, y, out / "mlp_decision_boundary.png",
+    X, y = make_spirals(seed=ctx.args.seed)
+    png = plot_decision_boundary(res.model, X, y, ctx.out / "mlp_decision_boundary.png",
                                  f"2-64-64-2 tanh MLP: test accuracy {res.test_accuracy:.3f}")
-    plot_loss(res.losses, out / "mlp_loss.png")
+    loss_png = plot_loss(res.losses, ctx.out / "mlp_loss.png")
+    ctx.written += [("MLP decision boundary", png), ("MLP loss curve", loss_png)]
+    ctx.results["mlp"] = {"steps": steps, "loss_first": res.losses[0], "loss_last": res.losses[-1],
+                          "train_accuracy": res.train_accuracy, "test_accuracy": res.test_accuracy,
+                          "seconds": res.seconds}
     return [f"  loss {res.losses[0]:.4f} -> {res.losses[-1]:.4f} in {steps} steps ({res.seconds:.1f} s)",
             f"  accuracy: train {res.train_accuracy:.3f}, held-out {res.test_accuracy:.3f}",
             f"  decision boundary: {png}"]
 
 
+def step_bert(ctx: Context) -> list[str]:
+    from seqlab import tour
+
+    print("  loading all-MiniLM-L6-v2 (6 layers, 384 dims, 12 heads) from safetensors ...")
+    r = tour.section_3_2()
+    ctx.results["bert"] = r
+    if not r["ok"]:
+        ctx.failed += [f"3.2 self-check {name}: {detail}" for name, ok, detail in r["checks"] if not ok]
+    T, C = len(r["tokens"]), r["hidden_size"]
+    lines = [f"  text: {r['text']}",
+             f"  tokens ({T}): {' '.join(r['tokens'])}",
+             f"  input_ids: {r['input_ids']}",
+             f"  last_hidden_state: {r['last_hidden_state_shape']}  (batch, {T} tokens, {C} features)",
+             f"  pooler_output:     {r['pooler_output_shape']}     tanh(W h_[CLS] + b), one vector per sentence",
+             "  self-check (seqlab and NumPy only, no PyTorch):"]
+    lines += [f"    {'ok  ' if ok else 'FAIL'}  {name:<10}  {detail}" for name, ok, detail in r["checks"]]
+    return lines
+
+
+def step_attention(ctx: Context) -> list[str]:
+    from seqlab import tour
+
+    print("  running MiniLM with output_attentions=True and drawing every layer and head ...")
+    r = tour.attention_view(ctx.out)
+    ctx.results["attention"] = r
+    ctx.written += [("attention viewer (open in a browser, works offline)", r["html"]),
+                    ("attention, layers x heads", r["png"]), ("what each head does", r["csv"])]
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(r["patterns"].items(), key=lambda kv: -kv[1]))
+    return [f"  \"{r['text']}\": {len(r['tokens'])} tokens, {r['layers']} layers x {r['heads']} heads",
+            f"  head patterns (dominant share of attention): {kinds}",
+            f"  viewer: {r['html']}", f"  heatmaps: {r['png']}"]
+
+
+def step_sentiment(ctx: Context) -> list[str]:
+    from seqlab import tour
+
+    minutes = _minutes_for(ctx, "sentiment")
+    print(f"  training budget {minutes:.1f} min; data: SST-2 from "
+          f"{ctx.args.data_dir or os.environ.get('SEQLAB_DATA') or 'the download cache (downloading if needed)'}")
+    bar = TrainingBar("Transformer on SST-2", minutes)
+    try:
+        r = tour.train_sentiment(ctx.out, minutes, ctx.args.data_dir, ctx.args.seed, callbacks=[bar])
+    finally:
+        bar.close()
+    ctx.results["sentiment"] = r
+    if r["data_error"]:
+        _no_data_banner("SST-2", r["data_error"], "sentiment task (negated opinion words)")
+    ctx.written.append((f"Transformer classifier run ({r['source']})", r["run_dir"]))
+    acc = "n/a" if r["dev_acc"] is None else f"{r['dev_acc']:.3f}"
+    lines = [f"  data: {r['source']}" + (f" ({r['examples']:,} training sentences)" if r["examples"] else ""),
+             f"  {r['steps']} steps in {r['seconds'] / 60:.1f} min (stopped: {r['stopped']}); "
+             f"dev accuracy {acc}" + (" on the SYNTHETIC task" if r["data_error"] else "")]
+    lines += [f"  {s!r} -> {'positive' if y else 'negative'}" for s, y in r["probes"]]
+    return lines
+
+
+def step_gpt(ctx: Context) -> list[str]:
+    from seqlab import tour
+
+    minutes = _minutes_for(ctx, "gpt")
+    print(f"  training budget {minutes:.1f} min")
+    bar = TrainingBar("GPT on tiny Shakespeare", minutes)
+    try:
+        r = tour.train_gpt(ctx.out, minutes, ctx.args.data_dir, ctx.args.seed, callbacks=[bar])
+    finally:
+        bar.close()
+    ctx.results["gpt"] = r
+    if r["data_error"]:
+        _no_data_banner("tiny Shakespeare", r["data_error"], "play text (a small grammar)")
+    ctx.written += [(f"character GPT run ({r['source']})", r["run_dir"]), ("its sample", r["sample_path"])]
+    loss = "n/a" if r["val_loss"] is None else f"{r['val_loss']:.3f}"
+    return [f"  data: {r['source']}",
+            f"  {r['steps']} steps in {r['seconds'] / 60:.1f} min (stopped: {r['stopped']}); "
+            f"validation loss {loss} nats/char",
+            f"  sampled line: {r['line']!r}"]
+
+
 STEPS: list[Step] = [
     Step("mlp", "7.1 A feed-forward network learns two interleaved spirals by backpropagation", step_mlp),
+    Step("bert", "3.2 The pretrained BERT (all-MiniLM-L6-v2) in seqlab: tokens and output shapes", step_bert),
+    Step("attention", "Exercise 2: the attention viewer", step_attention),
+    Step("sentiment", "Exercise 1: a Transformer classifier trained from scratch on SST-2", step_sentiment),
+    Step("gpt", "7.5 A character-level GPT on tiny Shakespeare, and a sampled line", step_gpt),
 ]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
+    p.add_argument("--data-dir", type=pathlib.Path, metavar="DIR",
+                   help="local dataset folder (default: $SEQLAB_DATA, else download; without data the training "
+                        "steps use built-in synthetic tasks)")
+    p.add_argument("--minutes", type=float, default=4.5, metavar="M",
+                   help="time budget of the whole tour (default 4.5; the SST-2 training gets 44%%, the GPT 22%%)")
     p.add_argument("--steps", default=",".join(s.name for s in STEPS),
                    help="comma-separated tour steps to run (default: all of " + ", ".join(s.name for s in STEPS) + ")")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mlp-steps", type=int, default=600, help="training steps of the MLP (default 600)")
+
+
+def summary(ctx: Context) -> list[str]:
+    """The closing summary: what was written where, and the commands to try next."""
+    from seqlab import tour
+
+    width = max((len(what) for what, _ in ctx.written), default=0)
+    lines = [f"Written to {ctx.out}/:"]
+    lines += [f"  {what:<{width}}  {path}" for what, path in ctx.written]
+    lines += [f"  {'everything above, as JSON':<{width}}  {ctx.out / 'tour.json'}", "", "Try next:"]
+    lines += [f"  {cmd}" for cmd in tour.next_commands(ctx.results, ctx.out, ctx.args.data_dir)]
+    lines += ["  make test   # the proofs: every op against PyTorch, every model against Hugging Face"]
+    return lines
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, pathlib.Path):
+        return str(x)
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
 
 
 def run(args: argparse.Namespace) -> int:
@@ -206,12 +386,26 @@ def run(args: argparse.Namespace) -> int:
     unknown = [w for w in wanted if w not in known]
     if unknown:
         raise ValueError(f"unknown demo step(s) {', '.join(unknown)}; choose from {', '.join(known)}")
+    if not args.minutes > 0:
+        raise ValueError(f"--minutes must be > 0, got {args.minutes}")
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    ctx = Context(args, out, wanted)
     for i, name in enumerate(wanted, 1):
         step = known[name]
-        print(f"[{i}/{len(wanted)}] {step.title}")
-        for line in step.run(args, out):
+        print(f"\n[{i}/{len(wanted)}] {step.title}", flush=True)
+        t0 = time.monotonic()
+        for line in step.run(ctx):
             print(line)
-    print(f"pictures in {out}/")
+        print(f"  ({time.monotonic() - t0:.0f} s)", flush=True)
+    elapsed = time.monotonic() - ctx.start
+    ctx.results["seconds"] = elapsed
+    ctx.results["failed_checks"] = ctx.failed
+    (out / "tour.json").write_text(json.dumps(_jsonable(ctx.results), indent=2, default=str) + "\n",
+                                   encoding="utf-8")
+    print(f"\nThe tour took {int(elapsed // 60)} min {elapsed % 60:.0f} s.")
+    for line in summary(ctx):
+        print(line)
+    if ctx.failed:
+        raise ValueError("self-check failed: " + "; ".join(ctx.failed))
     return 0

@@ -156,6 +156,18 @@ def _plots(out_dir: pathlib.Path, rows) -> None:
         line_plot(series, out_dir / name, title=f"attention cost: {label}", xlabel="log2 T", ylabel=label, logy=True)
 
 
+def _versus(rows) -> str:
+    """One sentence comparing plain and memory-efficient time at the largest T where both ran."""
+    both = [t for t in sorted({r["T"] for r in rows})
+            if all(r["seconds"] is not None for r in rows if r["T"] == t and r["method"] != "sliding-window")]
+    if not both:
+        return "plain attention did not run at any length."
+    t = both[-1]
+    sec = {r["method"]: r["seconds"] for r in rows if r["T"] == t}
+    return (f"at T = {t} it took {sec['memory-efficient']:.3g} s against plain attention's "
+            f"{sec['plain']:.3g} s.")
+
+
 def _report(results: dict) -> str:
     s, summ = results["settings"], results["summary"]
     def exp(m, k):
@@ -182,12 +194,12 @@ Reproduce: `seqlab experiment attention-cost --out DIR`{' --quick' if s['quick']
 - **Memory-efficient attention** does the same arithmetic (time ~ T^{exp('memory-efficient', 'time_exponent')})
   but holds only chunk × chunk scores: memory ~ T^{exp('memory-efficient', 'memory_exponent')};
   at T = {eff['largest_T']} it peaked at {(eff['peak_MiB_at_largest_T'] or 0):.1f} MiB. It recomputes the
-  weights in backward, so it is a little slower than plain attention where plain fits in memory.
+  weights in backward (more arithmetic) but never writes a (T, T) array to memory; {_versus(results['rows'])}
 - **Sliding-window attention** changes the model: each token sees only the last {s['window']} tokens, so both
   time (~ T^{exp('sliding-window', 'time_exponent')}) and memory grow linearly.
 
 Timings depend on the machine and its load: on a busy machine, run with `OPENBLAS_NUM_THREADS=1`
-(settings above record it), since a multi-threaded BLAS whose threads wait on each other makes the many
+(results.json records the setting), since a multi-threaded BLAS whose threads wait on each other makes the many
 small block products of the chunked kernels far slower than their arithmetic.
 
 When to use which: plain attention while T² fits comfortably (short sequences, and whenever the weights

@@ -1,0 +1,154 @@
+"""attention-long: peak memory and time of attention forward + backward at T = 4,096 and 16,384.
+
+Four implementations on the same q, k, v (B=1, H=1, head dim 64, float32,
+no mask) and the same upstream gradient:
+
+    seqlab plain       F.scaled_dot_product_attention (keeps the (T, T) weights)
+    seqlab efficient   nn.memory_efficient_attention (key/value chunks of 512, online softmax)
+    torch plain        softmax(q kᵀ / √d) v written out in torch ops
+    torch SDPA         torch.nn.functional.scaled_dot_product_attention (its CPU flash kernel)
+
+How memory is measured, the same way for both libraries: each (implementation,
+T) runs in a fresh Python process. After the inputs exist and a small warm-up
+has run, the process resets its resident-set high-water mark (Linux
+/proc/self/clear_refs, "5") and records its resident set; after one forward +
+backward the peak is VmHWM minus that baseline: every page the computation
+touched beyond its inputs, whichever allocator it came from. For seqlab the
+peak of Python's tracemalloc (which sees NumPy's allocations) is reported too.
+Times are medians of the runs after that one.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+NAME = "attention-long"
+DESCRIPTION = "attention forward + backward at T = 4,096 and 16,384 (B 1, H 1, head dim 64): peak memory and time"
+IMPLS = ("seqlab plain", "seqlab efficient", "torch plain", "torch SDPA")
+
+
+def _status_kb(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _reset_peak() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _make_fn(impl: str, T: int, heads: int, dim: int, seed: int = 0):
+    """A function running one forward + backward of `impl` on fixed inputs (they stay alive in it)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    q, k, v, g = (rng.standard_normal((1, heads, T, dim)).astype(np.float32) for _ in range(4))
+    if impl.startswith("seqlab"):
+        import seqlab
+        from seqlab import functional as F
+        from seqlab.nn.efficient_attention import memory_efficient_attention
+
+        tq, tk, tv = (seqlab.Tensor(a, requires_grad=True) for a in (q, k, v))
+        attend = F.scaled_dot_product_attention if impl == "seqlab plain" else memory_efficient_attention
+
+        def run():
+            for t in (tq, tk, tv):
+                t.grad = None
+            attend(tq, tk, tv).backward(g)
+    else:
+        import torch
+
+        tq, tk, tv = (torch.from_numpy(a).requires_grad_() for a in (q, k, v))
+        tg = torch.from_numpy(g)
+        scale = dim ** -0.5
+
+        def plain(a, b, c):
+            return torch.softmax(a @ b.transpose(-1, -2) * scale, dim=-1) @ c
+
+        attend = plain if impl == "torch plain" else torch.nn.functional.scaled_dot_product_attention
+
+        def run():
+            for t in (tq, tk, tv):
+                t.grad = None
+            attend(tq, tk, tv).backward(tg)
+    return run
+
+
+def measure(impl: str, T: int, heads: int = 1, dim: int = 64, repeats: int = 2, threads: int | None = None) -> dict:
+    """In this process: peak extra resident memory (bytes) and median seconds of forward + backward."""
+    import tracemalloc
+
+    from seqlab.bench.harness import set_threads
+
+    n = set_threads(threads)
+    _make_fn(impl, 256, heads, dim)()  # load kernels, fill the allocator's small pools
+    run = _make_fn(impl, T, heads, dim)
+    gc.collect()
+    base = _status_kb("VmRSS")
+    can_reset = _reset_peak()
+    traced = impl.startswith("seqlab")
+    if traced:
+        tracemalloc.start()
+    start = time.perf_counter()
+    run()
+    first = time.perf_counter() - start
+    tm_peak = tracemalloc.get_traced_memory()[1] if traced else None
+    if traced:
+        tracemalloc.stop()
+    hwm = _status_kb("VmHWM")
+    peak = (hwm - base) * 1024 if can_reset and hwm is not None and base is not None else None
+    times = []
+    for _ in range(repeats):
+        gc.collect()
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return {"impl": impl, "T": T, "heads": heads, "dim": dim, "threads": n, "peak_rss_bytes": peak,
+            "tracemalloc_peak_bytes": tm_peak, "seconds": statistics.median(times) if times else first,
+            "first_seconds": first}
+
+
+def measure_in_subprocess(impl: str, T: int, heads: int = 1, dim: int = 64, repeats: int = 2,
+                          threads: int | None = None, timeout: float = 1800) -> dict:
+    """`measure` in a fresh interpreter, so one measurement's memory cannot hide another's."""
+    cmd = [sys.executable, "-m", "seqlab.bench.attention_long", "--impl", impl, "--T", str(T), "--heads", str(heads),
+           "--dim", str(dim), "--repeats", str(repeats)]
+    if threads is not None:
+        cmd += ["--threads", str(threads)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"impl": impl, "T": T, "error": tail}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description="one attention-long measurement (prints JSON)")
+    p.add_argument("--impl", choices=IMPLS, required=True)
+    p.add_argument("--T", type=int, required=True)
+    p.add_argument("--heads", type=int, default=1)
+    p.add_argument("--dim", type=int, default=64)
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--threads", type=int, default=None)
+    a = p.parse_args(argv)
+    print(json.dumps(measure(a.impl, a.T, a.heads, a.dim, a.repeats, a.threads)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,367 @@
+"""The first-run tour's steps as functions (`seqlab demo` / `make demo` prints them).
+
+    import seqlab.tour as tour
+    r = tour.section_3_2()                      # tokens, shapes, self-checks of the pretrained MiniLM
+    tour.attention_view("runs/demo")            # attention.html + attention.png + heads.csv
+    s = tour.train_sentiment("runs/demo", minutes=2)   # Transformer on SST-2 (or the synthetic task)
+    g = tour.train_gpt("runs/demo", minutes=1)         # char GPT on tiny Shakespeare (or the synthetic play)
+
+Each function returns a dict of what it measured and the paths it wrote;
+none prints. The training steps take the data from ``data_dir`` /
+``$SEQLAB_DATA`` / the download cache (downloading when reachable); where
+no data can be had they train on a built-in synthetic task instead and say
+so in the result (``source == "synthetic"``, ``data_error`` = why).
+Training stops at its time budget (``max_minutes`` of the trainer).
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from seqlab.errors import DataError
+
+MODEL = "minilm"
+ATTENTION_TEXT = "The cat sat on the mat because it was tired."
+PARAPHRASES = ("A man is eating food.", "A man eats a meal.")
+UNRELATED = "The stock market fell sharply today."
+SENTIMENT_PROBES = ("a gripping , beautifully acted film .", "a dull and lifeless mess .")
+SYNTHETIC_PROBES = ("the film was good", "the film was not good")  # the synthetic task's words
+Callback = Callable[[Any, dict], None]  # the trainer's callbacks: (trainer, row) after each step
+
+
+# ---- 1. the chapter's 3.2: the pretrained BERT (MiniLM) in seqlab ------------------------------------
+def section_3_2(text: str | None = None, model: str = MODEL) -> dict[str, Any]:
+    """The chapter's 3.2 (tokens, last_hidden_state (1, T, 384), pooler_output (1, 384)) and self-checks.
+
+    The checks need nothing but seqlab and NumPy; each is (name, passed, detail):
+    - shapes: T equals the number of tokens, C the hidden size;
+    - pooler: pooler_output = tanh(W h_[CLS] + b), recomputed in NumPy from the weights;
+    - padding: the sentence alone and inside a padded batch (attention_mask 0 on the
+      padding) give the same hidden states on its real tokens (|Δ| < 1e-4);
+    - similarity: mean-pooled cosine of two paraphrases > that of an unrelated pair.
+    """
+    import seqlab.embed as E
+    from seqlab.autograd import no_grad
+
+    r = E.section_3_2(text or E.SECTION_3_2_TEXT, model)
+    enc = E._encoder(str(model))  # the encoder section_3_2 just loaded (cached)
+    T, C = len(r["tokens"]), enc.dim
+    h, pooled = r["last_hidden_state"], r["pooler_output"]
+    checks = [("shapes", h.shape == (1, T, C) and pooled.shape == (1, C),
+               f"last_hidden_state {h.shape}, pooler_output {pooled.shape}, {T} tokens")]
+
+    dense = enc.model.pooler.dense
+    by_hand = np.tanh(h[:, 0].astype(np.float64) @ dense.weight.numpy().T.astype(np.float64)
+                      + dense.bias.numpy())                                    # (1, C)
+    err = float(np.abs(by_hand - pooled).max())
+    checks.append(("pooler", err < 1e-5, f"tanh(W h_[CLS] + b) by hand: max |Δ| = {err:.1e}"))
+
+    longer = r["text"] + " " + " ".join(["It is a long sentence that pads the first one."] * 2)
+    batch = enc.tokenizer([r["text"], longer], padding=True)                  # (2, T') with T' > T
+    with no_grad():
+        hb = enc.model(batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids")
+                       ).last_hidden_state.numpy()                            # (2, T', C)
+    err = float(np.abs(hb[0, :T] - h[0]).max())
+    pad = int(hb.shape[1] - T)
+    checks.append(("padding", err < 1e-4 and pad > 0,
+                   f"alone vs. in a batch with {pad} padding tokens: max |Δ| = {err:.1e}"))
+
+    v = enc.encode([*PARAPHRASES, UNRELATED])                                 # (3, C), unit length
+    same, other = float(v[0] @ v[1]), float(v[0] @ v[2])
+    checks.append(("similarity", same > other,
+                   f"cos(paraphrases) = {same:.3f} > cos(unrelated) = {other:.3f}"))
+    return {"text": r["text"], "tokens": r["tokens"], "input_ids": r["input_ids"][0].tolist(),
+            "last_hidden_state_shape": tuple(h.shape), "pooler_output_shape": tuple(pooled.shape),
+            "hidden_size": C, "checks": checks, "ok": all(ok for _, ok, _ in checks)}
+
+
+# ---- 2. the attention viewer ------------------------------------------------------------------------
+def attention_view(out: str | Path, text: str = ATTENTION_TEXT, model: str = MODEL) -> dict[str, Any]:
+    """MiniLM's self-attention on `text`: attention.html (viewer), attention.png (layers × heads), heads.csv."""
+    import seqlab.embed as E
+    from seqlab.viz import attention_grid, attention_html, extract_attention, head_stats, write_heads_csv
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    enc = E._encoder(str(model))
+    att = extract_attention(enc.model, enc.tokenizer, text)                 # L × (H, T, T)
+    title = f"{type(enc.model).__name__} ({model}): {text}"
+    html = attention_html(**att.view_kwargs(), title=title).save(out / "attention.html")
+    png = attention_grid(att.attentions, att.tokens, out / "attention.png", title=title)[0]
+    rows = head_stats(att.attentions, att.tokens)
+    csv = write_heads_csv(rows, out / "heads.csv")
+    patterns: dict[str, int] = {}
+    for row in rows:
+        patterns[row["pattern"]] = patterns.get(row["pattern"], 0) + 1
+    return {"text": text, "tokens": att.tokens, "layers": len(att.attentions), "heads": int(att.attentions[0].shape[0]),
+            "patterns": patterns, "html": html, "png": Path(png), "csv": csv}
+
+
+# ---- built-in synthetic data (used only when the real data cannot be had) ----------------------------
+NEGATORS = ("not", "never")
+
+
+def synthetic_reviews(n: int, seed: int = 0) -> list[tuple[str, int]]:
+    """n (sentence, label) pairs: filler words with 1-3 opinion words, each maybe negated ("not good").
+
+    The label is 1 when the (negation-flipped) positive words outnumber the
+    negative ones; a negator flips only the word right after it, so word
+    order matters and a bag of words cannot get every sentence right.
+    """
+    from seqlab.train.tasks.toy_classifier import FILLER, NEGATIVE, POSITIVE
+
+    rng = np.random.default_rng(seed)
+    rows: list[tuple[str, int]] = []
+    while len(rows) < n:
+        words = list(rng.choice(FILLER, size=int(rng.integers(3, 9))))
+        score = 0
+        for _ in range(int(rng.integers(1, 4))):
+            polarity = int(rng.choice((-1, 1)))
+            phrase = [str(rng.choice(POSITIVE if polarity > 0 else NEGATIVE))]
+            if rng.random() < 0.35:
+                phrase.insert(0, str(rng.choice(NEGATORS)))
+                polarity = -polarity
+            at = int(rng.integers(0, len(words) + 1))
+            words[at:at] = phrase
+            score += polarity
+        if score:
+            rows.append((" ".join(words), int(score > 0)))
+    return rows
+
+
+def synthetic_play(n_chars: int = 60_000, seed: int = 0) -> str:
+    """A play-shaped text from a small grammar ("KING:\\nThe queen doth love a rose.\\n\\n"), n_chars long."""
+    speakers = ("KING", "QUEEN", "ROMEO", "JULIET", "FOOL", "NURSE")
+    subjects = ("the king", "the queen", "my lord", "the fool", "thy love", "the night", "this heart", "the moon")
+    verbs = ("doth love", "shall see", "hath made", "would keep", "must find", "did swear by", "cannot bear")
+    objects = ("the crown", "a rose", "my sword", "the sweet day", "thy gentle hand", "the stars", "all the world")
+    rng = np.random.default_rng(seed)
+    parts: list[str] = []
+    size = 0
+    while size < n_chars:
+        lines = [f"{rng.choice(speakers)}:"]
+        for _ in range(int(rng.integers(1, 4))):
+            line = f"{rng.choice(subjects)} {rng.choice(verbs)} {rng.choice(objects)}{rng.choice(('.', '!', '?', ','))}"
+            lines.append(line[0].upper() + line[1:])
+        parts.append("\n".join(lines) + "\n\n")
+        size += len(parts[-1])
+    return "".join(parts)[:n_chars]
+
+
+def _probe(load: Callable[[], Any]) -> str | None:
+    """None when `load()` finds the data (local or downloaded), else the DataError's message."""
+    try:
+        load()
+    except DataError as e:
+        return str(e).strip().splitlines()[0]
+    return None
+
+
+def _fresh(folder: Path) -> Path:
+    """The tour's own run folder, emptied: a second tour replaces the first one's runs."""
+    shutil.rmtree(folder, ignore_errors=True)
+    return folder
+
+
+def _fit(task: Any, config: Any, run_dir: Path, name: str, callbacks: Iterable[Callback]) -> Any:
+    """Train a task built here (the synthetic fallbacks) with the generic trainer, as runs.train does."""
+    import seqlab
+    from seqlab.train import Trainer, make_optimizer, make_schedule
+
+    seqlab.manual_seed(config.seed)
+    trainer = Trainer(task.model, make_optimizer(config), task.batches, task.loss_fn, config, run_dir,
+                      schedule=make_schedule(config, task.model_config.get("d_model")), evaluate=task.evaluate,
+                      run_config={"task": name, "config": config.to_dict(), "model_config": task.model_config},
+                      callbacks=callbacks)
+    result = trainer.fit()
+    if task.finish is not None:
+        result.extra = task.finish(task.model, run_dir) or {}
+    return result
+
+
+# ---- 3. a from-scratch Transformer classifier on SST-2 -----------------------------------------------
+# The task's defaults aim at 20 minutes; a few minutes want a shorter warm-up, a higher peak and a
+# cosine that ends about when the budget does (max_steps is a guess; the time budget stops it first).
+SENTIMENT_SETTINGS = {"lr": 1e-3, "warmup_steps": 50, "eval_every": 0, "checkpoint_every": 0, "log_every": 10}
+STEPS_PER_MINUTE = 300
+
+
+def train_sentiment(out: str | Path, minutes: float = 2.0, data_dir: str | Path | None = None, seed: int = 0,
+                    max_steps: int | None = None, callbacks: Iterable[Callback] = ()) -> dict[str, Any]:
+    """Train sst2-transformer for `minutes` into OUT/sst2-transformer (or OUT/synthetic-sentiment).
+
+    Returns source ("SST-2" | "synthetic"), data_error (why not SST-2, or
+    None), run_dir, steps, stopped, seconds, dev_acc, dev_loss, examples and
+    the model's predictions for `SENTIMENT_PROBES` (`SYNTHETIC_PROBES` on the synthetic task; 1 = positive).
+    """
+    from seqlab.data import load_sst2
+    from seqlab.train import runs
+    from seqlab.train.tasks import sst2_transformer
+
+    out = Path(out)
+    steps = max_steps or max(20, int(STEPS_PER_MINUTE * minutes))
+    settings = {**SENTIMENT_SETTINGS, "max_minutes": minutes, "max_steps": steps, "seed": seed}
+    error = _probe(lambda: (load_sst2("train", data_dir), load_sst2("dev", data_dir)))
+    if error is None:
+        run_dir = _fresh(out / "sst2-transformer")
+        result = runs.train("sst2-transformer", run_dir, [(settings, "seqlab demo")], data_dir=data_dir,
+                            callbacks=callbacks)
+        loaded = runs.load_run(run_dir, data_dir=data_dir)  # the best weights, as `seqlab eval` sees them
+        predict, info = loaded.task, loaded.record.get("info", {})
+    else:
+        run_dir = _fresh(out / "synthetic-sentiment")
+        from seqlab.train.config import build_config
+
+        config = build_config(sst2_transformer.Config, (settings, "seqlab demo"),
+                              ({"vocab_size": 200, "max_len": 32}, "synthetic task"))
+        predict = _synthetic_classifier(config, run_dir)
+        result, info = _fit(predict, config, run_dir, "synthetic-sentiment", callbacks), predict.info
+    probes = SENTIMENT_PROBES if error is None else SYNTHETIC_PROBES
+    labels = predict.predict(predict.model, list(probes)) if predict.predict else []
+    return {"source": "SST-2" if error is None else "synthetic", "data_error": error, "run_dir": run_dir,
+            "steps": result.step, "stopped": result.stopped, "seconds": result.elapsed_s,
+            "dev_acc": result.last_eval.get("val_acc"), "dev_loss": result.last_eval.get("val_loss"),
+            "examples": info.get("train_examples"),
+            "probes": [(s, int(y)) for s, y in zip(probes, labels)]}
+
+
+def _synthetic_classifier(config: Any, run_dir: Path) -> Any:
+    """sst2-transformer's model and batches on `synthetic_reviews` (4,000 train, 500 dev sentences)."""
+    from seqlab.data import Tokenizer
+    from seqlab.models.classifier import ClassifierConfig, TransformerClassifier
+    from seqlab.train.tasks.base import Task
+    from seqlab.train.tasks.classify import TextClassification
+
+    train, dev = synthetic_reviews(4000, seed=1), synthetic_reviews(500, seed=2)
+    tok = Tokenizer.train_wordpiece([s for s, _ in train], config.vocab_size)
+    tok.save(run_dir / "tokenizer")
+    model = TransformerClassifier(ClassifierConfig(
+        vocab_size=tok.vocab_size, num_labels=2, d_model=config.d_model, nhead=config.nhead,
+        num_layers=config.num_layers, dim_feedforward=config.dim_feedforward, dropout=config.dropout,
+        max_len=config.max_len, positional=config.positional, pooling=config.pooling,
+        pad_token_id=tok.pad_token_id))
+    clf = TextClassification(tok.encode_batch, tok.pad_token_id, config.batch_size, config.max_len)
+    return Task(model=model, model_config=model.config.to_dict(), predict=clf.predict,
+                batches=clf.batches([s for s, _ in train], [y for _, y in train]), loss_fn=clf.loss_fn,
+                evaluate=clf.evaluate([s for s, _ in dev], [y for _, y in dev]),
+                info={"train_examples": len(train), "dev_examples": len(dev), "vocab_size": tok.vocab_size})
+
+
+# ---- 4. a character-level GPT on tiny Shakespeare ----------------------------------------------------
+GPT_SETTINGS = {"eval_every": 0, "checkpoint_every": 0, "log_every": 10, "eval_iters": 8, "sample_chars": 300,
+                "warmup_steps": 20}
+GPT_STEPS_PER_MINUTE = 240
+
+
+def train_gpt(out: str | Path, minutes: float = 1.0, data_dir: str | Path | None = None, seed: int = 0,
+              max_steps: int | None = None, callbacks: Iterable[Callback] = ()) -> dict[str, Any]:
+    """Train shakespeare-gpt for `minutes` into OUT/shakespeare-gpt (or OUT/synthetic-gpt), then sample.
+
+    Returns source ("tiny Shakespeare" | "synthetic"), data_error, run_dir,
+    steps, stopped, seconds, val_loss, sample (the text, also in
+    RUN_DIR/sample.txt) and line (its first non-empty line).
+    """
+    from seqlab.data import load_shakespeare
+    from seqlab.train import runs
+    from seqlab.train.tasks import shakespeare_gpt
+
+    out = Path(out)
+    steps = max_steps or max(20, int(GPT_STEPS_PER_MINUTE * minutes))
+    settings = {**GPT_SETTINGS, "max_minutes": minutes, "max_steps": steps, "seed": seed}
+    error = _probe(lambda: load_shakespeare(data_dir))
+    if error is None:
+        run_dir = _fresh(out / "shakespeare-gpt")
+        result = runs.train("shakespeare-gpt", run_dir, [(settings, "seqlab demo")], data_dir=data_dir,
+                            callbacks=callbacks)
+    else:
+        run_dir = _fresh(out / "synthetic-gpt")
+        from seqlab.train.config import build_config
+
+        config = build_config(shakespeare_gpt.Config, (settings, "seqlab demo"))
+        result = _fit(_synthetic_gpt(config, run_dir), config, run_dir, "synthetic-gpt", callbacks)
+    path = run_dir / "sample.txt"
+    sample = path.read_text(encoding="utf-8") if path.is_file() else ""
+    line = next((ln.strip() for ln in sample.splitlines() if len(ln.strip()) > 1), sample.strip())
+    return {"source": "tiny Shakespeare" if error is None else "synthetic", "data_error": error,
+            "run_dir": run_dir, "steps": result.step, "stopped": result.stopped, "seconds": result.elapsed_s,
+            "val_loss": result.last_eval.get("val_loss"), "sample": sample, "sample_path": path, "line": line}
+
+
+def _synthetic_gpt(config: Any, run_dir: Path) -> Any:
+    """shakespeare-gpt's model, batches, evaluation and sample on `synthetic_play`."""
+    from seqlab.data import CharTokenizer, causal_lm_windows, train_val_split
+    from seqlab.models.gpt import GPT, GPTConfig
+    from seqlab.train.tasks.base import Task, model_output
+    from seqlab.train.tasks.shakespeare_gpt import lm_evaluate, lm_loss, sample
+
+    text = synthetic_play(seed=config.seed)
+    tok = CharTokenizer(text)
+    tok.save(run_dir / "tokenizer")
+    ids = np.array(tok.encode(text), dtype=np.int64)
+    train_ids, val_ids = train_val_split(ids, config.train_frac)
+    model = GPT(GPTConfig(vocab_size=tok.vocab_size, n_positions=config.block_size, n_embd=config.n_embd,
+                          n_layer=config.n_layer, n_head=config.n_head, resid_pdrop=config.dropout,
+                          embd_pdrop=config.dropout, attn_pdrop=config.dropout))
+
+    def batches(epoch: int, rng: np.random.Generator):
+        while True:
+            yield causal_lm_windows(train_ids, config.block_size, config.batch_size, rng)  # (B, T) each
+
+    def loss_fn(model, batch):
+        x, y = batch
+        return lm_loss(model_output(model(x)), y), {"tokens": int(x.size)}
+
+    def finish(model, out_dir: Path) -> dict:
+        ids_out = sample(model, tok.encode("\n"), config.sample_chars, config.block_size, config.temperature,
+                         config.seed)
+        (Path(out_dir) / "sample.txt").write_text(tok.decode(ids_out), encoding="utf-8")
+        return {"sample": str(Path(out_dir) / "sample.txt")}
+
+    return Task(model=model, model_config=model.config.to_dict(), batches=batches, loss_fn=loss_fn,
+                finish=finish, evaluate=lambda m: lm_evaluate(m, {"train": train_ids, "val": val_ids},
+                                                            config.block_size, config.batch_size,
+                                                            config.eval_iters, config.seed),
+                info={"characters": len(text), "vocab_size": tok.vocab_size})
+
+
+# ---- the time plan --------------------------------------------------------------------------------------
+DEFAULT_MINUTES = 4.5
+SHARES = {"sentiment": 2.0 / 4.5, "gpt": 1.0 / 4.5}  # of the total; the rest: loading, pictures, evaluation
+
+
+def plan(total_minutes: float) -> dict[str, float]:
+    """Training minutes of each step for a total budget (4.5 -> sentiment 2.0, gpt 1.0)."""
+    if not total_minutes > 0:
+        raise ValueError(f"the tour's budget must be > 0 minutes, got {total_minutes}")
+    return {name: total_minutes * share for name, share in SHARES.items()}
+
+
+def fit_minutes(planned: float, left_s: float, later_s: float, floor_s: float = 2.0) -> float:
+    """The plan, cut so that what comes after (later_s seconds) still fits in left_s; at least floor_s."""
+    return max(floor_s, min(planned * 60, left_s - later_s)) / 60
+
+
+def next_commands(results: dict[str, Any], out: str | Path, data_dir: str | Path | None = None) -> list[str]:
+    """The commands worth trying after the tour, given what it ran (run folders it wrote)."""
+    out = Path(out)
+    cmds = [f'python -m seqlab attention "The movie was not good at all." --pair "I loved it." --out {out / "pair"}',
+            "python -m seqlab embed \"A man is eating food.\" \"A man eats a meal.\""]
+    sent, gpt = results.get("sentiment"), results.get("gpt")
+    if sent and sent["source"] == "SST-2":
+        cmds.append(f'python -m seqlab attention "a gripping , beautifully acted film ." --model {sent["run_dir"]} '
+                    f'--out {out / "sst2-attention"}')
+        cmds.append(f"python -m seqlab train sst2-transformer --out runs/sst2   # the full 20-minute run")
+    elif sent:
+        cmds.append("python -m seqlab train sst2-transformer --data-dir DIR --out runs/sst2   "
+                    "# DIR holding sst2/train.tsv and sst2/dev.tsv")
+    if gpt and gpt["source"] != "synthetic":
+        cmds.append(f"python -m seqlab generate --model {gpt['run_dir']} --prompt \"ROMEO:\"")
+    cmds.append("python -m seqlab experiment --help   # the chapter's questions, answered with numbers and plots")
+    return cmds
+
+
+__all__ = ["attention_view", "fit_minutes", "next_commands", "plan", "section_3_2", "synthetic_play",
+           "synthetic_reviews", "train_gpt", "train_sentiment"]
