@@ -1,0 +1,118 @@
+"""Run one benchmark by name: time both libraries in alternating rounds, return a `BenchResult`."""
+from __future__ import annotations
+
+from seqlab.bench import attention_long, bert_infer, encoder_train, gemm, gpt_generate, gpt_train
+from seqlab.bench.harness import compare, load_average
+from seqlab.bench.result import BenchResult, ms, ratio
+
+MODULES = {m.NAME: m for m in (encoder_train, gpt_train, bert_infer, gpt_generate, attention_long, gemm)}
+HEADERS = ["benchmark", "seqlab ms", "torch ms", "seqlab / torch", "load before / after"]
+
+
+def _train(mod, rounds: int, extra=None) -> BenchResult:
+    before = load_average()
+    fs, ft, _, _ = mod.build()
+    t = compare(fs, ft, rounds=rounds, warmup=2, min_time=0.0, settle=0.3, wake=False)
+    res = BenchResult(mod.NAME, mod.DESCRIPTION, HEADERS,
+                      [[mod.NAME, ms(t.seqlab_s), ms(t.torch_s), ratio(t.seqlab_s, t.torch_s),
+                        f"{before} → {load_average()}"]],
+                      data={"seqlab_s": t.seqlab_s, "torch_s": t.torch_s, "seqlab_all": t.seqlab_all,
+                            "torch_all": t.torch_all})
+    if extra:
+        extra(res, t)
+    return res
+
+
+def run_encoder_train(rounds: int = 7, **_) -> BenchResult:
+    def gflops(res: BenchResult, t) -> None:
+        f = encoder_train.train_flops(encoder_train.EncoderTrainConfig())
+        peak = gemm.numpy_rate()
+        s_rate, t_rate = f / t.seqlab_s, f / t.torch_s
+        res.data.update(flops=f, numpy_gemm_flops_per_s=peak, seqlab_flops_per_s=s_rate, torch_flops_per_s=t_rate)
+        res.notes.append(f"{f / 1e9:.1f} GFLOP of matrix products per step: seqlab {s_rate / 1e9:.1f} GFLOP/s = "
+                         f"{100 * s_rate / peak:.0f}% of NumPy's measured float32 GEMM rate "
+                         f"({peak / 1e9:.1f} GFLOP/s, best of the `gemm` shapes); torch {t_rate / 1e9:.1f} GFLOP/s "
+                         f"= {100 * t_rate / peak:.0f}%")
+    return _train(encoder_train, rounds, gflops)
+
+
+def run_gpt_train(rounds: int = 7, **_) -> BenchResult:
+    return _train(gpt_train, rounds)
+
+
+def run_bert_infer(rounds: int = 7, data_dir=None, **_) -> BenchResult:
+    before = load_average()
+    fs, ft, diff, x = bert_infer.build(data_dir=data_dir)
+    t = compare(fs, ft, rounds=rounds, warmup=2, min_time=0.0, settle=0.3, wake=False)
+    B, T = x["input_ids"].shape
+    return BenchResult(bert_infer.NAME, bert_infer.DESCRIPTION, HEADERS,
+                       [[f"{bert_infer.NAME} ({B}×{T} tokens)", ms(t.seqlab_s), ms(t.torch_s),
+                         ratio(t.seqlab_s, t.torch_s), f"{before} → {load_average()}"]],
+                       notes=[f"largest |seqlab − transformers| of the last hidden state: {diff:.1e}"],
+                       data={"seqlab_s": t.seqlab_s, "torch_s": t.torch_s, "max_abs_diff": diff, "shape": [B, T]})
+
+
+def run_gpt_generate(rounds: int = 5, **_) -> BenchResult:
+    before = load_average()
+    fs, ft, same = gpt_generate.build()
+    t = compare(fs, ft, rounds=rounds, warmup=1, min_time=0.0, settle=0.3, wake=False)
+    return BenchResult(gpt_generate.NAME, gpt_generate.DESCRIPTION, HEADERS,
+                       [[gpt_generate.NAME, ms(t.seqlab_s), ms(t.torch_s), ratio(t.seqlab_s, t.torch_s),
+                         f"{before} → {load_average()}"]],
+                       notes=[f"same 256 tokens from both: {'yes' if same else 'NO'}; "
+                              f"seqlab {256 / t.seqlab_s:.0f} tokens/s, transformers {256 / t.torch_s:.0f} tokens/s"],
+                       data={"seqlab_s": t.seqlab_s, "torch_s": t.torch_s, "same_tokens": same})
+
+
+def run_attention_long(rounds: int = 2, threads: int | None = None, lengths=(4096, 16384), **_) -> BenchResult:
+    headers = ["T", "implementation", "peak extra RSS MiB", "tracemalloc peak MiB", "time s"]
+    rows, data = [], []
+    before = load_average()
+    for T in lengths:
+        for impl in attention_long.IMPLS:
+            r = attention_long.measure_in_subprocess(impl, T, repeats=max(1, rounds), threads=threads)
+            data.append(r)
+            if "error" in r:
+                rows.append([T, impl, "failed", "", r["error"][:60]])
+                continue
+            mib = (lambda b: "n/a" if b is None else f"{b / 2 ** 20:.1f}")
+            rows.append([T, impl, mib(r["peak_rss_bytes"]), mib(r["tracemalloc_peak_bytes"]), f"{r['seconds']:.2f}"])
+    return BenchResult(attention_long.NAME, attention_long.DESCRIPTION, headers, rows,
+                       notes=["memory: peak resident set above the inputs, one fresh process per cell "
+                              "(see seqlab/bench/attention_long.py); time: median of the runs after the measured one",
+                              f"load average before / after: {before} → {load_average()}"],
+                       data={"cells": data})
+
+
+def run_gemm(rounds: int = 7, **_) -> BenchResult:
+    headers = ["(m, k) @ (k, n)", "NumPy GFLOP/s", "torch GFLOP/s", "NumPy / torch time"]
+    rows, data = [], []
+    for m, k, n in gemm.SHAPES:
+        fn, ft = gemm.build(m, k, n)
+        t = compare(fn, ft, rounds=rounds, warmup=2, min_time=0.05, settle=0.2)
+        f = gemm.flops(m, k, n)
+        rows.append([f"({m}, {k}) @ ({k}, {n})", f"{f / t.seqlab_s / 1e9:.1f}", f"{f / t.torch_s / 1e9:.1f}",
+                     ratio(t.seqlab_s, t.torch_s)])
+        data.append({"shape": [m, k, n], "numpy_s": t.seqlab_s, "torch_s": t.torch_s})
+    return BenchResult(gemm.NAME, gemm.DESCRIPTION, headers, rows, data={"cells": data})
+
+
+RUNNERS = {
+    "encoder-train": run_encoder_train,
+    "gpt-train": run_gpt_train,
+    "bert-infer": run_bert_infer,
+    "gpt-generate": run_gpt_generate,
+    "attention-long": run_attention_long,
+    "gemm": run_gemm,
+}
+# what --profile runs: a seqlab step split into phases, and the torch step for torch.profiler
+PROFILED = {
+    "encoder-train": lambda: (encoder_train.profiled_step(), encoder_train.build()[1]),
+    "gpt-train": lambda: (gpt_train.profiled_step(), gpt_train.build()[1]),
+}
+
+
+def run(name: str, **kwargs) -> BenchResult:
+    if name not in RUNNERS:
+        raise ValueError(f"unknown benchmark {name!r}; choose from {', '.join(RUNNERS)}")
+    return RUNNERS[name](**kwargs)
