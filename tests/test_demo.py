@@ -1,4 +1,7 @@
-"""`seqlab demo` (make demo): an MLP learns two spirals by backpropagation (issue 2 §1, the chapter's 7.1)."""
+"""`seqlab demo` (make demo), step 0: an MLP learns two spirals by backpropagation (issue 2 §1, the chapter's 7.1).
+
+The rest of the tour (issue 10) is tested in test_tour.py.
+"""
 import numpy as np
 
 from seqlab.cli import demo
@@ -27,18 +30,24 @@ def test_mlp_reaches_097_accuracy_with_a_small_budget():
 
 def test_demo_command_prints_progress_and_writes_the_picture(tmp_path, capsys):
     out = tmp_path / "demo"
-    assert main(["demo", "--out", str(out), "--mlp-steps", "20"]) == 0
+    assert main(["demo", "--out", str(out), "--steps", "mlp", "--mlp-steps", "20"]) == 0
     text = capsys.readouterr().out
     assert "loss" in text and "accuracy" in text and "[1/1]" in text
+    assert f"MLP decision boundary  {out / 'mlp_decision_boundary.png'}" in text  # the closing summary
     png = out / "mlp_decision_boundary.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (out / "mlp_loss.png").is_file()
 
 
 def test_demo_rejects_unknown_steps(tmp_path, capsys):
-    assert main(["demo", "--out", str(tmp_path), "--steps", "nope"]) == 1
+    assert main(["demo", "--out", str(tmp_path), "--steps", "nope"]) == 2  # a usage error
     assert "unknown demo step(s) nope" in capsys.readouterr().err
 
 
 def test_steps_are_a_list_with_unique_names():
     names = [s.name for s in demo.STEPS]
-    assert names and len(set(names)) == len(names) and "mlp" in names
+    assert names == ["mlp", "bert", "attention", "sentiment", "gpt"]  # the tour's order (issue 10)
+
+
+def test_demo_rejects_a_budget_of_no_time(tmp_path, capsys):
+    assert main(["demo", "--out", str(tmp_path), "--minutes", "0"]) == 2
+    assert "--minutes must be > 0, got 0.0" in capsys.readouterr().err

@@ -117,8 +117,8 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator: np.rand
     if p == 1.0:
         return x * 0.0
     xp = backend.xp_of(x.data)
-    keep = _random.uniform_like(xp, x.shape, x.dtype, generator) >= p
-    return Fu.Dropout.apply(x, keep.astype(x.dtype), p=p)
+    keep = _random.uniform_like(xp, x.shape, x.dtype, generator) >= p  # bool, True = keep
+    return Fu.Dropout.apply(x, keep, p=p)
 
 
 # ---- losses ------------------------------------------------------------------
@@ -265,7 +265,7 @@ def attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None, dropout
         batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2],
                                     *([tuple(bias.shape[:-2])] if bias is not None else []))
         shape = batch + (tq, tk)  # one keep/drop decision per attention weight
-        keep = (_random.uniform_like(xp, shape, q.dtype, generator) >= dropout_p).astype(q.dtype)
+        keep = _random.uniform_like(xp, shape, q.dtype, generator) >= dropout_p  # bool, True = keep
     inputs = [q, k, v, bias]
     out, fn = Fu.Attention.apply_with_fn(*inputs, block=block, scale=s, keep_mask=keep, p=dropout_p)
     return out, Tensor._from_op(fn.weights, None)

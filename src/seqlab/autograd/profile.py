@@ -42,9 +42,10 @@ _ORIGINAL = Function.__dict__[_CORE]
 
 def _timed_apply(cls, *inputs, **params):
     prof = _ACTIVE[-1]
-    start = time.perf_counter()
+    clock = prof.clock
+    start = clock()
     result = _ORIGINAL.__func__(cls, *inputs, **params)
-    prof._add(cls.__name__, "forward", time.perf_counter() - start)
+    prof._add(cls.__name__, "forward", clock() - start)
     out = result[0] if isinstance(result, tuple) else result
     fn = getattr(out, "_ctx", None)
     if isinstance(fn, Function) and "backward" not in fn.__dict__:
@@ -52,9 +53,9 @@ def _timed_apply(cls, *inputs, **params):
         name = cls.__name__
 
         def backward(grad):
-            t0 = time.perf_counter()
+            t0 = clock()
             result = inner(grad)
-            prof._add(name, "backward", time.perf_counter() - t0)
+            prof._add(name, "backward", clock() - t0)
             return result
 
         fn.backward = backward
@@ -67,9 +68,16 @@ class OpProfiler:
     `stats` maps (op name, 'forward' | 'backward') to an `OpStat`;
     `phases` maps a phase name given to `phase()` to its wall seconds.
     Profilers do not nest (the innermost one records).
+
+    `clock`: "wall" (time.perf_counter, the default) or "cpu" (time.thread_time:
+    this thread's CPU time, steadier on a busy machine, but blind to work done
+    by other threads, e.g. a multi-threaded BLAS).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, clock: str = "wall") -> None:
+        if clock not in ("wall", "cpu"):
+            raise ValueError(f"clock must be 'wall' or 'cpu', got {clock!r}")
+        self.clock = time.perf_counter if clock == "wall" else time.thread_time
         self.stats: dict[tuple[str, str], OpStat] = defaultdict(OpStat)
         self.phases: dict[str, float] = defaultdict(float)
         self.steps = 0
@@ -93,11 +101,11 @@ class OpProfiler:
     @contextmanager
     def phase(self, name: str):
         """Time a block (e.g. 'forward', 'backward', 'optimizer') as a whole."""
-        start = time.perf_counter()
+        start = self.clock()
         try:
             yield
         finally:
-            self.phases[name] += time.perf_counter() - start
+            self.phases[name] += self.clock() - start
 
     def op_seconds(self, kind: str | None = None) -> float:
         """Total seconds inside ops (of one kind: 'forward' or 'backward', or both)."""

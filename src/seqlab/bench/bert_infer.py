@@ -35,6 +35,7 @@ def build(n: int = 32, data_dir=None):
     from seqlab.models.bert import BertModel
 
     transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
     folder = resolve("minilm")
     model = BertModel.from_pretrained(folder).eval()
     twin = transformers.BertModel.from_pretrained(str(folder)).eval()

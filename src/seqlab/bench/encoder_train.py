@@ -53,7 +53,7 @@ def make_inputs(c: EncoderTrainConfig, seed: int = 0) -> dict:
     return {"ids": ids.astype(np.int64), "real": real, "labels": rng.integers(0, 2, c.batch).astype(np.int64)}
 
 
-def build(c: EncoderTrainConfig | None = None, seed: int = 0):
+def build(c: EncoderTrainConfig | None = None, seed: int = 0, dtype: str = "float32"):
     """(seqlab step, torch step, seqlab model, torch model): each step is one full training step,
     returning the loss as a float."""
     import torch
@@ -73,6 +73,9 @@ def build(c: EncoderTrainConfig | None = None, seed: int = 0):
     twin = torch_classifier(c.vocab_size, c.d_model, c.nhead, c.num_layers, c.dim_feedforward, c.dropout,
                             c.seq_len).train()
     copy_to_torch(model, twin)
+    if dtype == "float64":  # for the tests: the two then agree to rounding in float64
+        model.double()
+        twin.double()
     opt = AdamW(model.parameters(), lr=c.lr, weight_decay=c.weight_decay)
     topt = torch.optim.AdamW(twin.parameters(), lr=c.lr, weight_decay=c.weight_decay)
     x = make_inputs(c, seed)

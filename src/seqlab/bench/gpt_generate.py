@@ -26,6 +26,7 @@ def build(new_tokens: int = 256, prompt_len: int = 8, batch: int = 1, seed: int 
     from seqlab.models.gpt import GPT, GPTConfig
 
     transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
     seqlab.manual_seed(seed)
     cfg = GPTConfig(vocab_size=65, n_positions=512, n_embd=128, n_layer=4, n_head=4, resid_pdrop=0.0,
                     embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=None, eos_token_id=None, pad_token_id=0)

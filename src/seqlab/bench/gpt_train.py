@@ -39,7 +39,7 @@ def make_batch(c: GPTTrainConfig, seed: int = 0) -> tuple[np.ndarray, np.ndarray
     return x.astype(np.int64), y.astype(np.int64)
 
 
-def build(c: GPTTrainConfig | None = None, seed: int = 0):
+def build(c: GPTTrainConfig | None = None, seed: int = 0, dtype: str = "float32"):
     """(seqlab step, torch step, seqlab model, torch model); a step returns the loss as a float."""
     import torch
 
@@ -57,6 +57,9 @@ def build(c: GPTTrainConfig | None = None, seed: int = 0):
     model = GPT(cfg).train()
     twin = torch_gpt(c.vocab_size, c.block_size, c.n_embd, c.n_layer, c.n_head).train()
     copy_to_torch(model, twin)
+    if dtype == "float64":  # for the tests: the two then agree to rounding in float64
+        model.double()
+        twin.double()
     opt = AdamW(decay_groups(model.named_parameters(), c.weight_decay), lr=c.lr, betas=c.betas)
     topt = torch.optim.AdamW(decay_groups(twin.named_parameters(), c.weight_decay), lr=c.lr, betas=c.betas)
     x, y = make_batch(c, seed)

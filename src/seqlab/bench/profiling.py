@@ -14,11 +14,11 @@ class _NoPhases:
         return nullcontext()
 
 
-def profile_step(step: Callable, steps: int = 3, warmup: int = 1) -> tuple[OpProfiler, int]:
-    """Run `step(prof)` `warmup` times untimed, then `steps` times under an `OpProfiler`."""
+def profile_step(step: Callable, steps: int = 3, warmup: int = 1, clock: str = "wall") -> tuple[OpProfiler, int]:
+    """Run `step(prof)` `warmup` times untimed, then `steps` times under an `OpProfiler` with `clock`."""
     for _ in range(warmup):
         step(_NoPhases())
-    with OpProfiler() as prof:
+    with OpProfiler(clock) as prof:
         for _ in range(steps):
             step(prof)
     return prof, steps

@@ -105,11 +105,28 @@ RUNNERS = {
     "attention-long": run_attention_long,
     "gemm": run_gemm,
 }
-# what --profile runs: a seqlab step split into phases, and the torch step for torch.profiler
-PROFILED = {
-    "encoder-train": lambda: (encoder_train.profiled_step(), encoder_train.build()[1]),
-    "gpt-train": lambda: (gpt_train.profiled_step(), gpt_train.build()[1]),
-}
+def profile_target(name: str):
+    """(seqlab step(prof) split into phases, torch fn or None) for `seqlab bench NAME --profile`."""
+    if name == "encoder-train":
+        return encoder_train.profiled_step(), encoder_train.build()[1]
+    if name == "gpt-train":
+        return gpt_train.profiled_step(), gpt_train.build()[1]
+    if name == "bert-infer":
+        fs, ft, _, _ = bert_infer.build()
+    elif name == "gpt-generate":
+        fs, ft, _ = gpt_generate.build()
+    elif name == "attention-long":
+        fs, ft = attention_long._make_fn("seqlab efficient", 4096, 1, 64), \
+            attention_long._make_fn("torch SDPA", 4096, 1, 64)
+    else:
+        raise ValueError(f"--profile needs a model benchmark ({', '.join(n for n in RUNNERS if n != 'gemm')}), "
+                         f"got {name!r}")
+
+    def step(prof) -> None:
+        with prof.phase("forward" if name != "attention-long" else "forward + backward"):
+            fs()
+
+    return step, ft
 
 
 def run(name: str, **kwargs) -> BenchResult:

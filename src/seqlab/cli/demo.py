@@ -190,7 +190,7 @@ class Step:
 
 # Seconds each step spends outside its training loop (data, vocabulary, evaluation, sample), measured
 # on 2 busy cores; the time plan keeps them free for the steps that follow.
-AFTER_TRAINING_S = {"sentiment": 12.0, "gpt": 15.0}
+AFTER_TRAINING_S = {"sentiment": 12.0, "gpt": 20.0}
 
 
 class TrainingBar:
@@ -218,6 +218,14 @@ def _minutes_for(ctx: Context, name: str) -> float:
     later = AFTER_TRAINING_S[name] + sum(planned[n] * 60 + AFTER_TRAINING_S[n]
                                          for n in ctx.wanted[ctx.wanted.index(name) + 1:] if n in planned)
     return tour.fit_minutes(planned[name], ctx.left_s(), later)
+
+
+def _where(ctx: Context) -> str:
+    if ctx.args.data_dir:
+        return f"--data-dir {ctx.args.data_dir}"
+    if os.environ.get("SEQLAB_DATA"):
+        return f"$SEQLAB_DATA={os.environ['SEQLAB_DATA']}, then the download cache"
+    return "the download cache (downloading what is missing)"
 
 
 def _no_data_banner(what: str, error: str, instead: str) -> None:
@@ -292,17 +300,20 @@ def step_attention(ctx: Context) -> list[str]:
 def step_sentiment(ctx: Context) -> list[str]:
     from seqlab import tour
 
+    print(f"  looking for SST-2 in {_where(ctx)} ...", flush=True)
+    error = tour.sst2_missing(ctx.args.data_dir)
+    if error:
+        _no_data_banner("SST-2", error, "sentiment task (opinion words, some negated)")
     minutes = _minutes_for(ctx, "sentiment")
-    print(f"  training budget {minutes:.1f} min; data: SST-2 from "
-          f"{ctx.args.data_dir or os.environ.get('SEQLAB_DATA') or 'the download cache (downloading if needed)'}")
-    bar = TrainingBar("Transformer on SST-2", minutes)
+    print(f"  training for {minutes:.1f} min, then evaluating on the dev set", flush=True)
+    bar = TrainingBar("Transformer classifier", minutes)
     try:
-        r = tour.train_sentiment(ctx.out, minutes, ctx.args.data_dir, ctx.args.seed, callbacks=[bar])
+        r = tour.train_sentiment(ctx.out, minutes, ctx.args.data_dir, ctx.args.seed, callbacks=[bar],
+                                 synthetic=error is not None)
     finally:
         bar.close()
+    r["data_error"] = error
     ctx.results["sentiment"] = r
-    if r["data_error"]:
-        _no_data_banner("SST-2", r["data_error"], "sentiment task (negated opinion words)")
     ctx.written.append((f"Transformer classifier run ({r['source']})", r["run_dir"]))
     acc = "n/a" if r["dev_acc"] is None else f"{r['dev_acc']:.3f}"
     lines = [f"  data: {r['source']}" + (f" ({r['examples']:,} training sentences)" if r["examples"] else ""),
@@ -315,16 +326,20 @@ def step_sentiment(ctx: Context) -> list[str]:
 def step_gpt(ctx: Context) -> list[str]:
     from seqlab import tour
 
+    print(f"  looking for tiny Shakespeare in {_where(ctx)} ...", flush=True)
+    error = tour.shakespeare_missing(ctx.args.data_dir)
+    if error:
+        _no_data_banner("tiny Shakespeare", error, "play text (a small grammar)")
     minutes = _minutes_for(ctx, "gpt")
-    print(f"  training budget {minutes:.1f} min")
-    bar = TrainingBar("GPT on tiny Shakespeare", minutes)
+    print(f"  training for {minutes:.1f} min, then sampling", flush=True)
+    bar = TrainingBar("character GPT", minutes)
     try:
-        r = tour.train_gpt(ctx.out, minutes, ctx.args.data_dir, ctx.args.seed, callbacks=[bar])
+        r = tour.train_gpt(ctx.out, minutes, ctx.args.data_dir, ctx.args.seed, callbacks=[bar],
+                           synthetic=error is not None)
     finally:
         bar.close()
+    r["data_error"] = error
     ctx.results["gpt"] = r
-    if r["data_error"]:
-        _no_data_banner("tiny Shakespeare", r["data_error"], "play text (a small grammar)")
     ctx.written += [(f"character GPT run ({r['source']})", r["run_dir"]), ("its sample", r["sample_path"])]
     loss = "n/a" if r["val_loss"] is None else f"{r['val_loss']:.3f}"
     return [f"  data: {r['source']}",
@@ -348,7 +363,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="local dataset folder (default: $SEQLAB_DATA, else download; without data the training "
                         "steps use built-in synthetic tasks)")
     p.add_argument("--minutes", type=float, default=4.5, metavar="M",
-                   help="time budget of the whole tour (default 4.5; the SST-2 training gets 44%%, the GPT 22%%)")
+                   help="time budget of the whole tour (default 4.5; the SST-2 training gets 44%%, the GPT 33%%)")
     p.add_argument("--steps", default=",".join(s.name for s in STEPS),
                    help="comma-separated tour steps to run (default: all of " + ", ".join(s.name for s in STEPS) + ")")
     p.add_argument("--seed", type=int, default=0)
@@ -362,7 +377,8 @@ def summary(ctx: Context) -> list[str]:
     width = max((len(what) for what, _ in ctx.written), default=0)
     lines = [f"Written to {ctx.out}/:"]
     lines += [f"  {what:<{width}}  {path}" for what, path in ctx.written]
-    lines += [f"  {'everything above, as JSON':<{width}}  {ctx.out / 'tour.json'}", "", "Try next:"]
+    lines += [f"  {'everything above, as JSON':<{width}}  {ctx.out / 'tour.json'}", "",
+              "Try next (in the virtual environment: source .venv/bin/activate):"]
     lines += [f"  {cmd}" for cmd in tour.next_commands(ctx.results, ctx.out, ctx.args.data_dir)]
     lines += ["  make test   # the proofs: every op against PyTorch, every model against Hugging Face"]
     return lines
@@ -381,13 +397,16 @@ def _jsonable(x):
 
 
 def run(args: argparse.Namespace) -> int:
+    from seqlab.cli.main import UsageError
+
     wanted = [s.strip() for s in args.steps.split(",") if s.strip()]
     known = {s.name: s for s in STEPS}
     unknown = [w for w in wanted if w not in known]
-    if unknown:
-        raise ValueError(f"unknown demo step(s) {', '.join(unknown)}; choose from {', '.join(known)}")
+    if unknown or not wanted:
+        raise UsageError(f"unknown demo step(s) {', '.join(unknown) or repr(args.steps)}; "
+                         f"choose from {', '.join(known)}")
     if not args.minutes > 0:
-        raise ValueError(f"--minutes must be > 0, got {args.minutes}")
+        raise UsageError(f"--minutes must be > 0, got {args.minutes}")
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     ctx = Context(args, out, wanted)

@@ -305,7 +305,7 @@ class BertForSequenceClassification(nn.Module, BertPreTrained):
     """Pooled [CLS] -> Dropout -> Linear: logits (B, num_labels)."""
 
     hf_architecture = "BertForSequenceClassification"
-    head_prefixes = ("classifier.",)
+    head_prefixes = ("classifier.", "bert.pooler.")  # from an MLM file (no pooler) the pooler starts fresh, as in HF
 
     def __init__(self, config: BertConfig):
         super().__init__()

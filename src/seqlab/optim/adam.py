@@ -45,16 +45,31 @@ class Adam(Optimizer):
                     else:
                         g = g + wd * p.data
                 m, v = state["exp_avg"], state["exp_avg_sq"]
-                m *= b1
-                m += (1 - b1) * g
+                xp, tmp = xp_of(m), self._scratch(m)  # in place, one reused temporary: no allocation
+                xp.subtract(g, m, out=tmp)
+                tmp *= 1 - b1
+                m += tmp                             # m ← m + (1 − β1)(g − m) = β1 m + (1 − β1) g (torch's lerp)
                 v *= b2
-                v += (1 - b2) * (g * g)
+                xp.multiply(g, g, out=tmp)
+                tmp *= 1 - b2
+                v += tmp                             # v ← β2 v + (1 − β2) g²
                 bc1 = 1 - b1 ** t
                 bc2_sqrt = math.sqrt(1 - b2 ** t)
-                denom = xp_of(v).sqrt(v)
-                denom /= bc2_sqrt
-                denom += eps
-                p.data -= (lr / bc1) * (m / denom)
+                xp.sqrt(v, out=tmp)
+                tmp /= bc2_sqrt
+                tmp += eps                           # √v / √(1 − β2ᵗ) + eps
+                xp.divide(m, tmp, out=tmp)
+                tmp *= lr / bc1
+                p.data -= tmp
+
+    def _scratch(self, like):
+        """A temporary shaped like `like`, cut from one flat buffer shared by all parameters."""
+        bufs = self.__dict__.setdefault("_scratch_buffers", {})
+        key = (type(like), like.dtype)
+        buf = bufs.get(key)
+        if buf is None or buf.size < like.size:
+            buf = bufs[key] = xp_of(like).empty(like.size, dtype=like.dtype)
+        return buf[:like.size].reshape(like.shape)
 
 
 class AdamW(Adam):

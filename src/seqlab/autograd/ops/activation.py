@@ -112,8 +112,13 @@ def normal_cdf_float32(x: np.ndarray) -> np.ndarray:
         p *= t
         p *= f(0.5)                             # Φ(−|x|)
         ob = fo[start:start + _BLOCK]
-        np.subtract(f(1), p, out=ob)            # Φ(|x|)
-        np.copyto(ob, p, where=xb < 0)
+        # Φ(x) = p for x < 0, 1 − p for x ≥ 0, as p + [x ≥ 0]·(1 − 2p): arithmetic, because a
+        # masked copy (np.where, copyto(where=)) on a random sign pattern mispredicts a branch
+        # per element and cost 3x the whole rest of this function
+        np.multiply(p, f(-2), out=ob)
+        ob += f(1)                              # 1 − 2p
+        np.multiply(ob, xb >= 0, out=ob)
+        ob += p
     return out
 
 

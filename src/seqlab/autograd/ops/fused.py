@@ -238,15 +238,31 @@ class Embedding(Function):
 
 
 class Dropout(Function):
-    """Inverted dropout: out = x ⊙ m / (1 − p), m ~ Bernoulli(1 − p)."""
+    """Inverted dropout: out = x ⊙ m / (1 − p), m ~ Bernoulli(1 − p).
+
+    `keep_mask` is bool (True = keep) or 0/1 floats. A bool mask is what
+    backward keeps (1 byte per element, not a float mask of 4); x ⊙ m then
+    ·1/(1 − p) in place rounds exactly as x ⊙ (m/(1 − p)) (one rounding each).
+    """
 
     def forward(self, x, keep_mask=None, p=0.5):
-        scale = x.dtype.type(1.0 / (1.0 - p))
-        self.mask = keep_mask * scale
-        return x * self.mask
+        self.keep, self.scale = keep_mask, x.dtype.type(1.0 / (1.0 - p))
+        out = x * keep_mask  # zeros where dropped, a copy elsewhere, in one pass
+        out *= self.scale
+        return out
 
     def backward(self, grad):
-        return grad * self.mask, None
+        g = grad * self.keep
+        g *= self.scale
+        return g, None
+
+
+def _add_into(s, m):
+    """s + m, in place in `s` (our own temporary) when `m` broadcasts to s's shape."""
+    if m.ndim <= s.ndim and all(a == b or a == 1 for a, b in zip(m.shape[::-1], s.shape[::-1])):
+        s += m
+        return s
+    return s + m
 
 
 class Attention(Function):
@@ -268,28 +284,35 @@ class Attention(Function):
         if scale != 1.0:
             s *= q.dtype.type(scale)
         if bias is not None:
-            s = s + bias
+            s = _add_into(s, bias)
         if block is not None:
-            s = xp.where(block, q.dtype.type(-np.inf), s)
+            # −inf where blocked, added in place: the (small, broadcast) mask becomes a bias once,
+            # instead of xp.where allocating a second full-size score array
+            s = _add_into(s, xp.where(block, q.dtype.type(-np.inf), q.dtype.type(0)))
         w = softmax_array(s, -1, overwrite=True)  # s is our own temporary
         self.weights = w
         wd = w
-        if keep_mask is not None:
-            self.drop = keep_mask * q.dtype.type(1.0 / (1.0 - p))
-            wd = w * self.drop
-        else:
-            self.drop = None
+        self.keep, self.pscale = keep_mask, q.dtype.type(1.0 / (1.0 - p)) if keep_mask is not None else None
+        if keep_mask is not None:  # bool (or 0/1) keep mask: P' = P ⊙ keep · 1/(1 − p)
+            wd = w * keep_mask
+            wd *= self.pscale
         self.saved = (q, k, v, wd)
         self.scale = scale
         return wd @ v
+
+    @property
+    def drop(self):
+        """keep / (1 − p), the factor dropout applied to the weights (None without dropout)."""
+        return None if self.keep is None else self.keep * self.pscale
 
     def backward(self, grad):
         q, k, v, wd = self.saved
         w = self.weights
         gv = wd.swapaxes(-1, -2) @ grad if self.needs_input_grad[2] else None
         gw = grad @ v.swapaxes(-1, -2)
-        if self.drop is not None:
-            gw *= self.drop
+        if self.keep is not None:
+            gw *= self.keep
+            gw *= self.pscale
         gw -= _rowdot(gw, w, -1)
         gw *= w  # dS = P ⊙ (dP − Σ dP ⊙ P)
         gs = gw

@@ -1,0 +1,10 @@
+"""gpt-train: seqlab vs PyTorch (the logic lives in seqlab.bench.gpt_train; see `seqlab bench --help`).
+
+    python benchmarks/gpt_train.py [--threads N] [--repeats N] [--profile] [--results docs/results.md]
+"""
+import sys
+
+from seqlab.cli.main import main
+
+if __name__ == "__main__":
+    raise SystemExit(main(["bench", "gpt-train", *sys.argv[1:]]))

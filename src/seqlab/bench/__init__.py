@@ -1,0 +1,16 @@
+"""Benchmarks: seqlab against PyTorch CPU eager, side by side, same weights, inputs and threads.
+
+    from seqlab.bench import run
+    print(run("encoder-train").markdown())
+
+Benchmarks (`NAMES`): encoder-train, gpt-train, bert-infer, gpt-generate,
+attention-long, gemm. They need torch (and transformers for bert-infer and
+gpt-generate): the `test` extra. `seqlab bench` is the command line;
+benchmarks/*.py are thin scripts around the same functions.
+"""
+from seqlab.bench.result import BenchResult
+from seqlab.bench.runner import RUNNERS, profile_target, run
+
+NAMES = tuple(RUNNERS)
+
+__all__ = ["BenchResult", "NAMES", "profile_target", "run"]

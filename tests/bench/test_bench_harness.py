@@ -1,0 +1,73 @@
+"""The harness: threads, alternating timing, the results section, the attention-long measurement, the CLI."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from seqlab.bench import attention_long, harness
+from seqlab.bench.report import HEADING, section
+from seqlab.bench.result import BenchResult
+from seqlab.cli.main import main
+
+
+def test_set_threads_gives_torch_and_blas_the_same_count():
+    import torch
+
+    before = harness.blas_threads()
+    try:
+        assert harness.set_threads(1) == 1
+        assert torch.get_num_threads() == 1
+        if before is not None:
+            assert harness.blas_threads() == 1
+    finally:
+        harness.set_threads(before)
+    with pytest.raises(ValueError, match=">= 1"):
+        harness.set_threads(0)
+
+
+def test_compare_alternates_and_reports_medians():
+    calls = []
+    t = harness.compare(lambda: calls.append("s"), lambda: calls.append("t"), rounds=4, warmup=1, min_time=0,
+                        settle=0, wake=False)
+    assert len(t.seqlab_all) == len(t.torch_all) == 4
+    assert t.seqlab_s == float(np.median(t.seqlab_all)) and t.ratio > 0
+    assert calls[:2] == ["s", "t"]  # warm-up, then one call each to size the rounds
+    rounds = calls[4:]
+    assert rounds == ["s", "t", "t", "s", "s", "t", "t", "s"]  # who goes first alternates
+
+
+def test_results_section_replaces_itself_and_keeps_other_sections(tmp_path):
+    info = harness.machine_info(1)
+    r = BenchResult("gpt-train", "desc", ["benchmark", "seqlab ms", "torch ms", "seqlab / torch", "load"],
+                    [["gpt-train", "10.0", "20.0", "0.50", "1.0 → 1.0"]], data={"seqlab_s": 0.01, "torch_s": 0.02})
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps({"runs": {"1": [{"name": "gpt-train", "data": {"seqlab_s": 0.03, "torch_s": 0.02}}]}}))
+    path = tmp_path / "results.md"
+    path.write_text("# Results\n\n## Ops: seqlab vs PyTorch\n\nops table\n")
+    body = section({1: [r]}, info, "seqlab bench gpt-train", baseline=base, gpu_note="no GPU")
+    harness.write_section(path, HEADING, body)
+    harness.write_section(path, HEADING, body)  # twice: replaced, not appended
+    text = path.read_text()
+    assert text.count(f"## {HEADING}") == 1 and "ops table" in text
+    assert "| gpt-train | 10.0 | 20.0 | 0.50 |" in text and "30.0 ms, 1.50" in text  # the before column
+    assert info["cpu"] in text and "no GPU" in text and "seqlab bench gpt-train" in text
+
+
+@pytest.mark.parametrize("impl", attention_long.IMPLS)
+def test_attention_long_measures_every_implementation(impl):
+    r = attention_long.measure(impl, 128, heads=2, dim=16, repeats=1)
+    assert r["seconds"] > 0 and r["T"] == 128
+    assert (r["tracemalloc_peak_bytes"] is not None) == impl.startswith("seqlab")
+    if r["tracemalloc_peak_bytes"] is not None:  # at least the output and the three gradients
+        assert r["tracemalloc_peak_bytes"] >= 4 * 2 * 128 * 16 * 4
+
+
+def test_cli_rejects_unknown_benchmarks_and_bad_threads(capsys):
+    assert main(["bench", "nope"]) == 1
+    assert "unknown benchmark 'nope'" in capsys.readouterr().err
+    assert main(["bench", "gemm", "--threads", "x"]) == 1
+    assert "--threads" in capsys.readouterr().err
+    assert main(["bench", "gemm", "--profile"]) == 1
+    assert "--profile needs a model benchmark" in capsys.readouterr().err

@@ -1,0 +1,69 @@
+"""The op profiler counts every op call by type and phase, and leaves the engine as it found it."""
+from __future__ import annotations
+
+import numpy as np
+
+import seqlab
+from seqlab.autograd.function import Function
+from seqlab.autograd.profile import OpProfiler
+from seqlab.bench.profiling import profile_step
+
+
+def _apply_methods():
+    return {k: Function.__dict__[k] for k in ("apply", "apply_with_fn") if k in Function.__dict__}
+
+
+def test_counts_forward_and_backward_calls_per_op_type():
+    rng = np.random.default_rng(0)
+    x = seqlab.Tensor(rng.standard_normal((4, 3)), requires_grad=True)
+    w = seqlab.Tensor(rng.standard_normal((3, 2)), requires_grad=True)
+    with OpProfiler() as prof:
+        with prof.phase("forward"):
+            h = (x @ w).tanh()
+            loss = (h * h).sum() + (x @ w).sum()
+        with prof.phase("backward"):
+            loss.backward()
+    calls = {k: s.calls for k, s in prof.stats.items()}
+    assert calls[("MatMul", "forward")] == 2 and calls[("MatMul", "backward")] == 2
+    assert calls[("Tanh", "forward")] == 1 and calls[("Tanh", "backward")] == 1
+    assert calls[("Mul", "forward")] == 1 and calls[("Sum", "forward")] == 2 and calls[("Add", "backward")] == 1
+    assert all(s.seconds >= 0 for s in prof.stats.values())
+    assert prof.op_seconds("forward") <= prof.phases["forward"]
+    table = prof.table()
+    assert "MatMul" in table and "backward" in table
+    # the gradients are those of an unprofiled run
+    x2, w2 = seqlab.Tensor(x.data, requires_grad=True), seqlab.Tensor(w.data, requires_grad=True)
+    h2 = (x2 @ w2).tanh()
+    ((h2 * h2).sum() + (x2 @ w2).sum()).backward()
+    np.testing.assert_array_equal(x.grad, x2.grad)
+    np.testing.assert_array_equal(w.grad, w2.grad)
+
+
+def test_restores_the_engine_and_records_nothing_outside():
+    before = _apply_methods()
+    with OpProfiler() as prof:
+        assert _apply_methods() != before
+    assert _apply_methods() == before
+    x = seqlab.Tensor(np.ones(3), requires_grad=True)
+    y = x * 2
+    assert "backward" not in vars(y._ctx)  # ops made afterwards are plain: no timed backward
+    y.sum().backward()
+    assert not prof.stats  # nothing recorded after the block
+
+
+def test_no_grad_ops_are_counted_once_without_backward():
+    with seqlab.no_grad(), OpProfiler() as prof:
+        seqlab.Tensor(np.ones((2, 2))).exp().sum()
+    assert {k for k in prof.stats} == {("Exp", "forward"), ("Sum", "forward")}
+
+
+def test_profile_step_runs_warmup_outside_the_profiler():
+    seen = []
+
+    def step(prof):
+        with prof.phase("forward"):
+            seen.append(seqlab.Tensor(np.ones(2), requires_grad=True).sum())
+
+    prof, steps = profile_step(step, steps=2, warmup=1)
+    assert len(seen) == 3 and steps == 2
+    assert prof.stats[("Sum", "forward")].calls == 2
