@@ -72,6 +72,23 @@ def test_synthetic_play_is_a_seeded_play_shaped_text():
     assert first[0].endswith(":") and first[0][:-1].isupper() and len(first) >= 2
 
 
+def current_blas_threads():
+    with tour.blas_threads(None) as n:
+        return n
+
+
+def test_blas_threads_are_set_inside_the_block_and_put_back_after():
+    before = current_blas_threads()
+    if before is None:
+        pytest.skip("NumPy's BLAS exports no known thread setter")
+    with tour.blas_threads(1) as n:
+        assert n == current_blas_threads() == 1
+    assert current_blas_threads() == before
+    with pytest.raises(ValueError, match=">= 1, got 0"):
+        with tour.blas_threads(0):
+            pass
+
+
 # ---- the whole tour -------------------------------------------------------------------------------------
 @pytest.fixture
 def quick(monkeypatch):
@@ -87,8 +104,11 @@ def test_tour_on_the_shared_data_writes_every_file_and_a_summary(tmp_path, monke
     monkeypatch.setenv("SEQLAB_DATA", str(shared_data()))
     monkeypatch.setenv("SEQLAB_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "demo"
+    threads = current_blas_threads()
     assert main(["demo", "--out", str(out), "--minutes", "0.1", "--mlp-steps", "20"]) == 0
     text = capsys.readouterr().out
+    assert current_blas_threads() == threads  # the tour's one BLAS thread does not outlive it
+    assert threads is None or "NumPy's BLAS on 1 thread(s)" in text
 
     # 1. the chapter's 3.2, with shapes and self-checks that all pass
     assert "[5/5]" in text and "FAIL" not in text and "SYNTHETIC" not in text

@@ -15,9 +15,12 @@ Training stops at its time budget (``max_minutes`` of the trainer).
 """
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import re
 import shutil
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -205,11 +208,12 @@ def _fit(task: Any, config: Any, run_dir: Path, name: str, callbacks: Iterable[C
 
 # ---- 3. a from-scratch Transformer classifier on SST-2 -----------------------------------------------
 # The task's defaults aim at 20 minutes; two minutes want smaller batches (more updates), a shorter
-# warm-up, a higher peak and a cosine that ends about when the budget does: max_steps is what 2 busy
-# cores managed per minute (2 minutes: 954 steps, dev accuracy 0.79); a faster machine stops there.
+# warm-up, a higher peak and a cosine that ends about when the budget does: max_steps is about what one
+# BLAS thread on 2 busy cores managed per minute (855 steps in 30 s, dev accuracy 0.774 without the
+# decay); a faster machine reaches max_steps before the budget and the tour ends sooner.
 SENTIMENT_SETTINGS = {"batch_size": 32, "lr": 1e-3, "warmup_steps": 50, "eval_every": 0, "checkpoint_every": 0,
                       "log_every": 10}
-STEPS_PER_MINUTE = 480
+STEPS_PER_MINUTE = 1500
 
 
 def train_sentiment(out: str | Path, minutes: float = 2.0, data_dir: str | Path | None = None, seed: int = 0,
@@ -278,11 +282,12 @@ def _synthetic_classifier(config: Any, run_dir: Path) -> Any:
 
 # ---- 4. a character-level GPT on tiny Shakespeare ----------------------------------------------------
 # nanoGPT's CPU settings made for a minute or two: half the layers (twice the steps per second), a
-# higher peak learning rate and a shorter warm-up (a minute on 2 busy cores: 183 steps, val loss 2.44,
-# against 85 steps and 2.58 with the full settings), a smaller loss estimate and a shorter sample.
+# higher peak learning rate and a shorter warm-up (on 2 busy cores, 2 BLAS threads, one minute: 183
+# steps and val loss 2.44, against 85 steps and 2.58 with the full settings; one BLAS thread: 607 steps
+# in 30 s, val loss 2.06), a smaller loss estimate and a shorter sample.
 GPT_SETTINGS = {"n_layer": 2, "lr": 3e-3, "warmup_steps": 20, "eval_every": 0, "checkpoint_every": 0,
                 "log_every": 10, "eval_iters": 8, "sample_chars": 160}
-GPT_STEPS_PER_MINUTE = 200
+GPT_STEPS_PER_MINUTE = 1100
 
 
 def train_gpt(out: str | Path, minutes: float = 1.5, data_dir: str | Path | None = None, seed: int = 0,
@@ -359,6 +364,60 @@ def _synthetic_gpt(config: Any, run_dir: Path) -> Any:
                 info={"characters": len(text), "vocab_size": tok.vocab_size})
 
 
+# ---- BLAS threads -----------------------------------------------------------------------------------------
+# The tour's models are small: their matrix products gain little from a second BLAS thread, and on a busy
+# machine OpenBLAS's threads wait on each other (2 busy cores: 240 SST-2 steps in 20 s on 1 thread, 64-90
+# steps in 30 s on 2; a 160-character GPT sample 33 s on 2 threads, under 1 s on 1). The setter is found
+# with ctypes, as in seqlab.bench.harness, so threadpoolctl is not needed.
+_BLAS_GET = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads",
+             "scipy_openblas_get_num_threads", "MKL_Get_Max_Threads", "bli_thread_get_num_threads")
+_BLAS_SET = ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_", "openblas_set_num_threads",
+             "scipy_openblas_set_num_threads", "MKL_Set_Num_Threads", "bli_thread_set_num_threads")
+
+
+def _blas_function(names: tuple[str, ...]) -> Any:
+    """The first of `names` exported by a BLAS library loaded in this process (Linux), else None."""
+    np.ones((2, 2)) @ np.ones((2, 2))  # NumPy's BLAS is loaded by now
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return None
+    libs = sorted({ln.split()[-1] for ln in maps.splitlines()
+                   if re.search(r"(openblas|mkl_rt|libblis)[^/]*\.so", ln.split()[-1] if ln.split() else "")})
+    for path in libs:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        fn = next((getattr(lib, n) for n in names if hasattr(lib, n)), None)
+        if fn is not None:
+            return fn
+    return None
+
+
+@contextlib.contextmanager
+def blas_threads(n: int | None) -> Iterator[int | None]:
+    """NumPy's BLAS on `n` threads inside the block, the previous count put back after (None: unchanged).
+
+    Yields the count in force, or None where the BLAS has no known setter.
+    """
+    if n is not None and n < 1:
+        raise ValueError(f"BLAS threads must be >= 1, got {n}")
+    get, put = _blas_function(_BLAS_GET), _blas_function(_BLAS_SET)
+    if n is None or get is None or put is None:
+        if get is not None:
+            get.restype = ctypes.c_int
+        yield None if get is None else int(get())
+        return
+    get.restype, put.argtypes = ctypes.c_int, [ctypes.c_int]
+    before = int(get())
+    put(int(n))
+    try:
+        yield int(get())
+    finally:
+        put(before)
+
+
 # ---- the time plan --------------------------------------------------------------------------------------
 DEFAULT_MINUTES = 4.5
 SHARES = {"sentiment": 2.0 / 4.5, "gpt": 1.5 / 4.5}  # of the total; the rest: loading, pictures, evaluation
@@ -402,5 +461,5 @@ def next_commands(results: dict[str, Any], out: str | Path, data_dir: str | Path
     return cmds
 
 
-__all__ = ["attention_view", "fit_minutes", "next_commands", "plan", "section_3_2", "shakespeare_missing",
+__all__ = ["attention_view", "blas_threads", "fit_minutes", "next_commands", "plan", "section_3_2", "shakespeare_missing",
            "sst2_missing", "synthetic_play", "synthetic_reviews", "train_gpt", "train_sentiment"]

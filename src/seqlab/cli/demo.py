@@ -368,6 +368,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="comma-separated tour steps to run (default: all of " + ", ".join(s.name for s in STEPS) + ")")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mlp-steps", type=int, default=600, help="training steps of the MLP (default 600)")
+    p.add_argument("--blas-threads", type=int, default=1, metavar="N",
+                   help="threads of NumPy's BLAS during the tour (default 1: the tour's models are small, and on a "
+                        "busy machine more threads wait on each other; 0 = leave it as it is)")
 
 
 def summary(ctx: Context) -> list[str]:
@@ -407,16 +410,23 @@ def run(args: argparse.Namespace) -> int:
                          f"choose from {', '.join(known)}")
     if not args.minutes > 0:
         raise UsageError(f"--minutes must be > 0, got {args.minutes}")
+    if args.blas_threads < 0:
+        raise UsageError(f"--blas-threads must be >= 0, got {args.blas_threads}")
+    from seqlab import tour
+
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     ctx = Context(args, out, wanted)
-    for i, name in enumerate(wanted, 1):
-        step = known[name]
-        print(f"\n[{i}/{len(wanted)}] {step.title}", flush=True)
-        t0 = time.monotonic()
-        for line in step.run(ctx):
-            print(line)
-        print(f"  ({time.monotonic() - t0:.0f} s)", flush=True)
+    with tour.blas_threads(args.blas_threads or None) as threads:
+        print(f"seqlab's first-run tour: {len(wanted)} steps in about {args.minutes:g} minutes, writing to {out}/ "
+              f"(NumPy's BLAS on {threads if threads is not None else 'its default number of'} thread(s))")
+        for i, name in enumerate(wanted, 1):
+            step = known[name]
+            print(f"\n[{i}/{len(wanted)}] {step.title}", flush=True)
+            t0 = time.monotonic()
+            for line in step.run(ctx):
+                print(line)
+            print(f"  ({time.monotonic() - t0:.0f} s)", flush=True)
     elapsed = time.monotonic() - ctx.start
     ctx.results["seconds"] = elapsed
     ctx.results["failed_checks"] = ctx.failed

@@ -83,17 +83,20 @@ def normal_cdf(x):
     return 0.5 * (1 + erf(x / _SQRT_2))
 
 
-def normal_cdf_float32(x: np.ndarray) -> np.ndarray:
+def normal_cdf_float32(x: np.ndarray, gelu_out: np.ndarray | None = None) -> np.ndarray:
     """Φ(x) in float32, ~2x faster than SciPy's float32 erf, relative error ~1e-5 in the far tail.
 
     Plain formula: ½(1 + erf(x/√2)). Here Φ(−|x|) = ½·erfc(|x|/√2) with
     erfc(z) = t·exp(−z² + P(t)), t = 1/(1 + z/2), P the degree-9 polynomial
     of Numerical Recipes (6.2); Φ(|x|) = 1 − Φ(−|x|). Computed in blocks that
-    stay in cache, with the temporaries reused in place.
+    stay in cache, with the temporaries reused in place. With `gelu_out`
+    (a C-contiguous float32 array shaped like x), also writes GELU(x) = x·Φ(x)
+    there, block by block while the block is in cache.
     """
     f = np.float32
-    out = np.empty_like(x)
+    out = np.empty(x.shape, dtype=x.dtype)  # C order, so reshape(-1) is a view (empty_like keeps x's strides)
     fx, fo = x.reshape(-1), out.reshape(-1)
+    fg = gelu_out.reshape(-1) if gelu_out is not None else None
     for start in range(0, fx.size, _BLOCK):
         xb = fx[start:start + _BLOCK]
         z = np.abs(xb)
@@ -119,6 +122,8 @@ def normal_cdf_float32(x: np.ndarray) -> np.ndarray:
         ob += f(1)                              # 1 − 2p
         np.multiply(ob, xb >= 0, out=ob)
         ob += p
+        if fg is not None:
+            np.multiply(xb, ob, out=fg[start:start + _BLOCK])  # x·Φ(x)
     return out
 
 
@@ -144,6 +149,10 @@ class GELU(Function):
             out = t + f(1)
             out *= a
             out *= f(0.5)
+            return out
+        if a.dtype == np.float32 and xp is np:  # the blocked float32 kernels (plain formulas below)
+            out = np.empty(a.shape, dtype=a.dtype)
+            self.cdf = normal_cdf_float32(a, gelu_out=out)
             return out
         cdf = normal_cdf(a)
         self.cdf = cdf
