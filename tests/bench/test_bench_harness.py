@@ -42,16 +42,21 @@ def test_results_section_replaces_itself_and_keeps_other_sections(tmp_path):
     info = harness.machine_info(1)
     r = BenchResult("gpt-train", "desc", ["benchmark", "seqlab ms", "torch ms", "seqlab / torch", "load"],
                     [["gpt-train", "10.0", "20.0", "0.50", "1.0 → 1.0"]], data={"seqlab_s": 0.01, "torch_s": 0.02})
+    a = BenchResult("attention-long", "desc", ["T", "implementation", "peak"], [[64, "seqlab plain", "1.0"]])
     base = tmp_path / "base.json"
-    base.write_text(json.dumps({"runs": {"1": [{"name": "gpt-train", "data": {"seqlab_s": 0.03, "torch_s": 0.02}}]}}))
+    base.write_text(json.dumps({"runs": {"1": [
+        {"name": "gpt-train", "data": {"seqlab_s": 0.03, "torch_s": 0.02, "seqlab_cpu_s": 0.02, "torch_cpu_s": 0.02}},
+        {"name": "attention-long", "data": {"cells": [{"T": 64, "impl": "seqlab plain", "peak_rss_bytes": 2 ** 21,
+                                                       "seconds": 0.5}]}}]}}))
     path = tmp_path / "results.md"
     path.write_text("# Results\n\n## Ops: seqlab vs PyTorch\n\nops table\n")
-    body = section({1: [r]}, info, "seqlab bench gpt-train", baseline=base, gpu_note="no GPU")
+    body = section({1: [r, a]}, info, "seqlab bench gpt-train", baseline=base, gpu_note="no GPU")
     harness.write_section(path, HEADING, body)
     harness.write_section(path, HEADING, body)  # twice: replaced, not appended
     text = path.read_text()
     assert text.count(f"## {HEADING}") == 1 and "ops table" in text
-    assert "| gpt-train | 10.0 | 20.0 | 0.50 |" in text and "30.0 ms, 1.50" in text  # the before column
+    assert "| gpt-train | 10.0 | 20.0 | 0.50 |" in text and "30.0 ms, 1.50 (1.00)" in text  # the before column
+    assert "| 64 | seqlab plain | 1.0 | 2.0 MiB, 0.50 s |" in text
     assert info["cpu"] in text and "no GPU" in text and "seqlab bench gpt-train" in text
 
 
@@ -71,3 +76,17 @@ def test_cli_rejects_unknown_benchmarks_and_bad_threads(capsys):
     assert "--threads" in capsys.readouterr().err
     assert main(["bench", "gemm", "--profile"]) == 1
     assert "--profile needs a model benchmark" in capsys.readouterr().err
+
+
+def test_cli_rebuilds_the_results_section_from_a_json_record(tmp_path, capsys):
+    from seqlab.bench.report import to_json
+
+    r = BenchResult("gpt-train", "one iteration", ["benchmark", "seqlab ms", "torch ms", "seqlab / torch"],
+                    [["gpt-train", "9.0", "10.0", "0.90"]], ["a note"], {"seqlab_s": 0.009, "torch_s": 0.01})
+    record = tmp_path / "run.json"
+    record.write_text(json.dumps(to_json({1: [r]}, harness.machine_info(1), "seqlab bench gpt-train")))
+    md = tmp_path / "results.md"
+    assert main(["bench", "--from-json", str(record), "--results", str(md)]) == 0
+    assert "| gpt-train | 9.0 | 10.0 | 0.90 |" in capsys.readouterr().out
+    text = md.read_text()
+    assert "Command: `seqlab bench gpt-train`" in text and "a note" in text and "one iteration" in text

@@ -88,15 +88,15 @@ class Function:
 
         fn = cls()
         arrays = [x.data if isinstance(x, Tensor) else x for x in inputs]
+        if is_grad_enabled():
+            # set before forward, so a forward can skip keeping what no backward will read
+            fn.needs_input_grad = tuple(isinstance(x, Tensor) and x.requires_grad for x in inputs)
         out = fn.forward(*arrays, **params)
         if isinstance(out, np.generic):  # NumPy reductions return scalars; keep 0-d arrays
             out = np.asarray(out)
-        if is_grad_enabled():
-            needs = tuple(isinstance(x, Tensor) and x.requires_grad for x in inputs)
-            if any(needs):
-                fn.parents = inputs
-                fn.needs_input_grad = needs
-                return Tensor._from_op(out, fn), fn
+        if any(fn.needs_input_grad):
+            fn.parents = inputs
+            return Tensor._from_op(out, fn), fn
         return Tensor._from_op(out, None), fn
 
 

@@ -4,14 +4,16 @@ Four implementations on the same q, k, v (B=1, H=1, head dim 64, float32,
 no mask) and the same upstream gradient:
 
     seqlab plain       F.scaled_dot_product_attention (keeps the (T, T) weights)
-    seqlab efficient   nn.memory_efficient_attention (key/value chunks of 512, online softmax)
+    seqlab efficient   nn.memory_efficient_attention (query blocks of 512, key blocks of 256, online softmax)
     torch plain        softmax(q kᵀ / √d) v written out in torch ops
     torch SDPA         torch.nn.functional.scaled_dot_product_attention (its CPU flash kernel)
 
 How memory is measured, the same way for both libraries: each (implementation,
 T) runs in a fresh Python process. After the inputs exist and a small warm-up
-has run, the process resets its resident-set high-water mark (Linux
-/proc/self/clear_refs, "5") and records its resident set; after one forward +
+has run, the process returns freed memory to the OS (glibc malloc_trim, so
+the run cannot reuse pages that are already resident), resets its
+resident-set high-water mark (Linux /proc/self/clear_refs, "5") and records
+its resident set; after one forward +
 backward the peak is VmHWM minus that baseline: every page the computation
 touched beyond its inputs, whichever allocator it came from. For seqlab the
 peak of Python's tracemalloc (which sees NumPy's allocations) is reported too.
@@ -31,6 +33,7 @@ import time
 NAME = "attention-long"
 DESCRIPTION = "attention forward + backward at T = 4,096 and 16,384 (B 1, H 1, head dim 64): peak memory and time"
 IMPLS = ("seqlab plain", "seqlab efficient", "torch plain", "torch SDPA")
+EFFICIENT_CHUNKS = (512, 256)  # (query, key) block sizes: two 512 x 256 score blocks live in backward
 
 
 def _status_kb(field: str) -> int | None:
@@ -42,6 +45,17 @@ def _status_kb(field: str) -> int | None:
     except OSError:
         pass
     return None
+
+
+def _release_free_memory() -> None:
+    """Hand memory freed so far back to the OS (glibc malloc_trim), so the measured run cannot
+    reuse pages that are already resident and look smaller than it is."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 def _reset_peak() -> bool:
@@ -58,14 +72,17 @@ def _make_fn(impl: str, T: int, heads: int, dim: int, seed: int = 0):
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    q, k, v, g = (rng.standard_normal((1, heads, T, dim)).astype(np.float32) for _ in range(4))
+    q, k, v, g = (rng.standard_normal((1, heads, T, dim), dtype=np.float32) for _ in range(4))  # no temporaries
     if impl.startswith("seqlab"):
         import seqlab
         from seqlab import functional as F
         from seqlab.nn.efficient_attention import memory_efficient_attention
 
         tq, tk, tv = (seqlab.Tensor(a, requires_grad=True) for a in (q, k, v))
-        attend = F.scaled_dot_product_attention if impl == "seqlab plain" else memory_efficient_attention
+        def efficient(a, b, c):
+            return memory_efficient_attention(a, b, c, chunk_size=EFFICIENT_CHUNKS[1], q_chunk_size=EFFICIENT_CHUNKS[0])
+
+        attend = F.scaled_dot_product_attention if impl == "seqlab plain" else efficient
 
         def run():
             for t in (tq, tk, tv):
@@ -100,6 +117,7 @@ def measure(impl: str, T: int, heads: int = 1, dim: int = 64, repeats: int = 2, 
     _make_fn(impl, 256, heads, dim)()  # load kernels, fill the allocator's small pools
     run = _make_fn(impl, T, heads, dim)
     gc.collect()
+    _release_free_memory()
     base = _status_kb("VmRSS")
     can_reset = _reset_peak()
     traced = impl.startswith("seqlab")
@@ -127,7 +145,7 @@ def measure(impl: str, T: int, heads: int = 1, dim: int = 64, repeats: int = 2, 
 def measure_in_subprocess(impl: str, T: int, heads: int = 1, dim: int = 64, repeats: int = 2,
                           threads: int | None = None, timeout: float = 1800) -> dict:
     """`measure` in a fresh interpreter, so one measurement's memory cannot hide another's."""
-    cmd = [sys.executable, "-m", "seqlab.bench.attention_long", "--impl", impl, "--T", str(T), "--heads", str(heads),
+    cmd = [sys.executable, "-c", "from seqlab.bench.attention_long import main; main()", "--impl", impl, "--T", str(T), "--heads", str(heads),
            "--dim", str(dim), "--repeats", str(repeats)]
     if threads is not None:
         cmd += ["--threads", str(threads)]

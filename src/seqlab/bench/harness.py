@@ -96,8 +96,9 @@ def cpu_model() -> str:
 
 
 def load_average() -> str:
+    """The 1-minute load average, as text."""
     try:
-        return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+        return f"{os.getloadavg()[0]:.1f}"
     except OSError:  # pragma: no cover - not on Linux/macOS
         return "n/a"
 
@@ -120,20 +121,31 @@ def machine_info(threads: int) -> dict:
 
 @dataclass
 class Timing:
+    """Median wall seconds per call, and median process CPU seconds per call (steadier on a busy
+    machine: time spent waiting for a core is not counted; with several threads it adds them up)."""
+
     seqlab_s: float
     torch_s: float
     seqlab_all: list = field(default_factory=list)
     torch_all: list = field(default_factory=list)
+    seqlab_cpu_s: float = float("nan")
+    torch_cpu_s: float = float("nan")
 
     @property
     def ratio(self) -> float:
         return self.seqlab_s / self.torch_s
 
+    @property
+    def cpu_ratio(self) -> float:
+        return self.seqlab_cpu_s / self.torch_cpu_s
 
-def _clock(fn: Callable[[], None], inner: int) -> float:
-    start = time.perf_counter()
+
+def _clock(fn: Callable[[], None], inner: int, cpu: list | None = None) -> float:
+    start, c0 = time.perf_counter(), time.process_time()
     for _ in range(inner):
         fn()
+    if cpu is not None:
+        cpu.append((time.process_time() - c0) / inner)
     return (time.perf_counter() - start) / inner
 
 
@@ -154,15 +166,16 @@ def compare(fn_seqlab: Callable[[], None], fn_torch: Callable[[], None], rounds:
         fn_torch()
     once = max(_clock(fn_seqlab, 1), _clock(fn_torch, 1), 1e-6)
     inner = max(1, int(min_time / once))
-    s_times, t_times = [], []
+    s_times, t_times, s_cpu, t_cpu = [], [], [], []
     for r in range(rounds):
-        order = ((s_times, fn_seqlab), (t_times, fn_torch))
-        for times, fn in (order if r % 2 == 0 else order[::-1]):
+        order = ((s_times, s_cpu, fn_seqlab), (t_times, t_cpu, fn_torch))
+        for times, cpu, fn in (order if r % 2 == 0 else order[::-1]):
             time.sleep(settle)
             if wake:
                 fn()
-            times.append(_clock(fn, inner))
-    return Timing(statistics.median(s_times), statistics.median(t_times), s_times, t_times)
+            times.append(_clock(fn, inner, cpu))
+    return Timing(statistics.median(s_times), statistics.median(t_times), s_times, t_times,
+                  statistics.median(s_cpu), statistics.median(t_cpu))
 
 
 def markdown_table(headers: list[str], rows: list[list]) -> str:

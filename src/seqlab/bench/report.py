@@ -20,12 +20,25 @@ HOW_TO_READ = (
 
 def to_json(results: dict[int, list[BenchResult]], info: dict, command: str) -> dict:
     return {"command": command, "machine": info,
-            "runs": {str(n): [{"name": r.name, "rows": r.rows, "notes": r.notes, "data": r.data} for r in rs]
+            "runs": {str(n): [{"name": r.name, "description": r.description, "headers": r.headers, "rows": r.rows,
+                               "notes": r.notes, "data": r.data} for r in rs]
                      for n, rs in results.items()}}
 
 
-def _baseline_ratios(path: Path | None) -> dict[tuple[str, str], str]:
-    """(threads, benchmark) -> the seqlab / torch ratio recorded in an earlier `--json` file."""
+def from_json(saved: dict) -> tuple[dict[int, list[BenchResult]], dict, str]:
+    """(results by thread count, machine info, command) of a `to_json` record."""
+    results = {int(n): [BenchResult(r["name"], r.get("description", ""), r["headers"], r["rows"], r["notes"],
+                                    r["data"]) for r in rs]
+               for n, rs in saved["runs"].items()}
+    return results, saved["machine"], saved["command"]
+
+
+def _baseline(path: Path | None) -> dict:
+    """What an earlier `--json` file recorded, for a 'before' column.
+
+    (threads, benchmark) -> "seqlab ms, wall ratio (CPU ratio)"; (threads, T, implementation) ->
+    "peak MiB, seconds" for attention-long.
+    """
     if path is None:
         return {}
     saved = json.loads(Path(path).read_text())
@@ -34,24 +47,37 @@ def _baseline_ratios(path: Path | None) -> dict[tuple[str, str], str]:
         for r in rs:
             d = r["data"]
             if "seqlab_s" in d and "torch_s" in d:
-                out[(n, r["name"])] = (f"{1e3 * d['seqlab_s']:.1f} ms, {d['seqlab_s'] / d['torch_s']:.2f}")
+                text = f"{1e3 * d['seqlab_s']:.1f} ms, {d['seqlab_s'] / d['torch_s']:.2f}"
+                if d.get("seqlab_cpu_s") and d.get("torch_cpu_s"):
+                    text += f" ({d['seqlab_cpu_s'] / d['torch_cpu_s']:.2f})"
+                out[(n, r["name"])] = text
+            for c in d.get("cells", []):
+                if "T" in c and "impl" in c and c.get("peak_rss_bytes") is not None:
+                    out[(n, c["T"], c["impl"])] = f"{c['peak_rss_bytes'] / 2 ** 20:.1f} MiB, {c['seconds']:.2f} s"
     return out
+
+
+def _with_before(r: BenchResult, n: int, before: dict) -> BenchResult:
+    if r.headers[0] == "benchmark" and (str(n), r.name) in before:
+        return BenchResult(r.name, r.description, r.headers + ["before: seqlab ms, ratio (CPU)"],
+                           [row + [before[(str(n), r.name)]] for row in r.rows], r.notes, r.data)
+    if r.headers[0] == "T" and any((str(n), row[0], row[1]) in before for row in r.rows):
+        return BenchResult(r.name, r.description, r.headers + ["before: peak, time"],
+                           [row + [before.get((str(n), row[0], row[1]), "")] for row in r.rows], r.notes, r.data)
+    return r
 
 
 def section(results: dict[int, list[BenchResult]], info: dict, command: str, baseline: Path | None = None,
             gpu_note: str | None = None) -> str:
     """Markdown body of the section: command, machine, then one block per thread count."""
-    before = _baseline_ratios(baseline)
+    before = _baseline(baseline)
     lines = [f"Command: `{command}`", "",
              f"Machine: {info['cpu']}, {info['cores']} cores; Python {info['python']}, NumPy {info['numpy']} "
              f"({info['numpy_blas']}), torch {info['torch']}; {info['date']}.", "", HOW_TO_READ, ""]
     for n, rs in results.items():
         lines += [f"### {n} thread{'s' if n != 1 else ''} for both libraries", ""]
         for r in rs:
-            if before and r.headers[0] == "benchmark" and (str(n), r.name) in before:
-                r = BenchResult(r.name, r.description, r.headers + ["before the optimisations (seqlab ms, ratio)"],
-                                [row + [before[(str(n), r.name)]] for row in r.rows], r.notes, r.data)
-            lines += [r.markdown(), ""]
+            lines += [_with_before(r, n, before).markdown(), ""]
     if gpu_note:
         lines += [gpu_note, ""]
     return "\n".join(lines)

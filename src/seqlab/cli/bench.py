@@ -38,6 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="also save every number as JSON")
     p.add_argument("--baseline", type=Path, default=None, metavar="FILE",
                    help="a --json file from an earlier run: its ratios become a 'before' column")
+    p.add_argument("--from-json", type=Path, default=None, metavar="FILE",
+                   help="run nothing: rebuild the tables (and --results) from a --json file of an earlier run")
 
 
 def _threads(text: str | None) -> list[int | None]:
@@ -85,6 +87,18 @@ def run(args) -> int:
                     print(torch_op_table(torch_fn, steps=args.steps))
         return 0
 
+    if args.from_json is not None:
+        import json
+
+        from seqlab.bench.report import from_json
+
+        results, info, command = from_json(json.loads(args.from_json.read_text()))
+        for rs in results.values():
+            for r in rs:
+                print(r.markdown() + "\n")
+        _write_results(args, results, info, command)
+        return 0
+
     results, info = {}, None
     for n in counts:
         got = set_threads(n)
@@ -108,10 +122,14 @@ def run(args) -> int:
         from seqlab.bench.report import to_json
 
         args.json.write_text(json.dumps(to_json(results, info, command), indent=1, default=str) + "\n")
+    _write_results(args, results, info, command)
+    return 0
+
+
+def _write_results(args, results: dict, info: dict, command: str) -> None:
     if args.results:
         from seqlab.bench.harness import write_section
         from seqlab.bench.report import HEADING, section
 
         write_section(args.results, HEADING, section(results, info, command, args.baseline, GPU_NOTE))
         print(f"wrote the '{HEADING}' section of {args.results}", file=sys.stderr)
-    return 0

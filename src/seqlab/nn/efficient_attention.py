@@ -63,6 +63,7 @@ class ChunkedAttention(Function):
         out = xp.empty(lead + (L, v.shape[-1]), dtype=q.dtype)  # (..., L, Dv)
         lse = xp.empty(lead + (L, 1), dtype=q.dtype)  # (..., L, 1) log Σ e^s per row
         ninf = q.dtype.type(-np.inf)
+        sbuf = self._block_buffer(lead, L, S, q.dtype)  # one score block, reused by every block
         for i0 in range(0, L, q_chunk):
             i1 = min(L, i0 + q_chunk)
             qi = q[..., i0:i1, :]  # (..., bq, D)
@@ -70,13 +71,16 @@ class ChunkedAttention(Function):
             ell = xp.zeros(lead + (i1 - i0, 1), dtype=q.dtype)  # running Σ e^{s − m}
             acc = xp.zeros(lead + (i1 - i0, v.shape[-1]), dtype=q.dtype)  # running Σ e^{s − m} v
             for j0, j1 in self._key_blocks(i0, i1, S):
-                s = self._scores(qi, k, i0, i1, j0, j1)  # (..., bq, bk)
+                s = self._scores(qi, k, i0, i1, j0, j1, sbuf)  # (..., bq, bk), in sbuf
                 m_new = xp.maximum(m, s.max(axis=-1, keepdims=True))
                 m_safe = xp.where(xp.isfinite(m_new), m_new, 0)  # rows hidden so far: no NaN
-                p = xp.exp(s - m_safe)  # (..., bq, bk)
+                s -= m_safe
+                p = xp.exp(s, out=s)  # (..., bq, bk), in place
                 corr = xp.exp(m - m_safe)  # e^{m − m'}: rescales what was summed before
-                ell = ell * corr + p.sum(axis=-1, keepdims=True)
-                acc = acc * corr + p @ v[..., j0:j1, :]  # (..., bq, Dv)
+                ell *= corr
+                ell += p.sum(axis=-1, keepdims=True)
+                acc *= corr
+                acc += p @ v[..., j0:j1, :]  # (..., bq, Dv)
                 m = m_new
             seen = ell > 0
             out[..., i0:i1, :] = acc / xp.where(seen, ell, 1)
@@ -99,13 +103,22 @@ class ChunkedAttention(Function):
                     break
             yield j0, j1
 
-    def _scores(self, qi, k, i0, i1, j0, j1):
-        """Masked, scaled scores of query rows i0:i1 against keys j0:j1: (..., bq, bk)."""
+    def _block_buffer(self, lead: tuple, L: int, S: int, dtype):
+        """Room for one (..., q_chunk, k_chunk) block; edge blocks use its top-left corner."""
+        return self.xp.empty(lead + (min(self.q_chunk, L), min(self.k_chunk, S)), dtype=dtype)
+
+    def _scores(self, qi, k, i0, i1, j0, j1, buf):
+        """Masked, scaled scores of query rows i0:i1 against keys j0:j1, written into `buf`: (..., bq, bk)."""
         xp = self.xp
-        s = qi @ k[..., j0:j1, :].swapaxes(-1, -2)  # (..., bq, bk)
+        s = buf[..., :i1 - i0, :j1 - j0]
+        xp.matmul(qi, k[..., j0:j1, :].swapaxes(-1, -2), out=s)  # (..., bq, bk)
         s *= self.scale
         if self.bias is not None:
-            s = s + _tile(self.bias, i0, i1, j0, j1)
+            b = _tile(self.bias, i0, i1, j0, j1)
+            if np.broadcast_shapes(b.shape, s.shape) == s.shape:
+                s += b
+            else:  # a bias with more leading dims than q: a new array
+                s = s + b
         hide = _tile(self.block, i0, i1, j0, j1)
         if self.causal or self.window is not None:
             ii = xp.arange(i0, i1)[:, None]  # (bq, 1)
@@ -119,7 +132,10 @@ class ChunkedAttention(Function):
                     pos |= (jj - ii) > self.window
             hide = pos if hide is None else (hide | pos)
         if hide is not None:
-            s = xp.where(hide, s.dtype.type(-np.inf), s)
+            if np.broadcast_shapes(hide.shape, s.shape) == s.shape:
+                xp.copyto(s, s.dtype.type(-np.inf), where=hide)
+            else:
+                s = xp.where(hide, s.dtype.type(-np.inf), s)
         return s
 
     def backward(self, grad):
@@ -127,16 +143,22 @@ class ChunkedAttention(Function):
         xp = self.xp
         L, S = q.shape[-2], k.shape[-2]
         dq, dk, dv = xp.zeros_like(q), xp.zeros_like(k), xp.zeros_like(v)
-        dsum = (grad * out).sum(axis=-1, keepdims=True)  # (..., L, 1) D = rowsum(dO ⊙ O)
+        dsum = xp.einsum("...i,...i->...", grad, out)[..., None]  # (..., L, 1) D = rowsum(dO ⊙ O), no (L, Dv) temporary
+        sbuf, dbuf = (self._block_buffer(q.shape[:-2], L, S, q.dtype) for _ in range(2))
         for i0 in range(0, L, self.q_chunk):
             i1 = min(L, i0 + self.q_chunk)
             qi, gi = q[..., i0:i1, :], grad[..., i0:i1, :]  # (..., bq, D), (..., bq, Dv)
             lse_i, d_i = lse[..., i0:i1, :], dsum[..., i0:i1, :]  # (..., bq, 1)
             for j0, j1 in self._key_blocks(i0, i1, S):
-                p = xp.exp(self._scores(qi, k, i0, i1, j0, j1) - lse_i)  # (..., bq, bk) the weights again
+                p = self._scores(qi, k, i0, i1, j0, j1, sbuf)
+                p -= lse_i
+                xp.exp(p, out=p)  # (..., bq, bk) the weights again, in sbuf
                 vj, kj = v[..., j0:j1, :], k[..., j0:j1, :]
                 dv[..., j0:j1, :] += p.swapaxes(-1, -2) @ gi  # (..., bk, Dv)
-                ds = p * (gi @ vj.swapaxes(-1, -2) - d_i)  # (..., bq, bk)
+                ds = dbuf[..., :i1 - i0, :j1 - j0]
+                xp.matmul(gi, vj.swapaxes(-1, -2), out=ds)  # dP (..., bq, bk), in dbuf
+                ds -= d_i
+                ds *= p  # dS = P ⊙ (dP − D)
                 ds *= self.scale
                 dq[..., i0:i1, :] += ds @ kj  # (..., bq, D)
                 dk[..., j0:j1, :] += ds.swapaxes(-1, -2) @ qi  # (..., bk, D)

@@ -66,10 +66,27 @@ class ReLU(Function):
         return (grad * (out > 0),)
 
 
-# Numerical Recipes' Chebyshev fit of erfc (fractional error < 1.2e-7 in exact arithmetic)
-_NR_ERFC = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398,
-            1.48851587, -0.82215223, 0.17087277)
+# Φ(x) ≈ ½(1 + tanh(x·P(x²))) for |x| ≤ _TANH_CLIP, P of degree 7 (coefficients from s⁰ up): a weighted
+# least-squares fit of artanh(erf(x/√2))/x in s = x², reproduced by `fit_tanh_cdf` (tests re-run it)
+_TANH_CDF = (7.97885152e-01, 3.63319829e-02, -3.11358445e-05, -5.60600982e-05, 4.14346443e-06, -1.52702770e-07,
+             2.83479384e-09, -2.07066159e-11)
+_TANH_CLIP = 6.5  # beyond it tanh(x·P) is ±1 in float32: Φ is exactly 0 or 1
 _BLOCK = 1 << 16
+
+
+def fit_tanh_cdf(degree: int = 7, clip: float = _TANH_CLIP, nodes: int = 4000) -> np.ndarray:
+    """The coefficients of P in Φ(x) ≈ ½(1 + tanh(x·P(x²))), in float64, s⁰ first.
+
+    P(s) = artanh(erf(x/√2))/x at Chebyshev nodes s = x² ∈ [0, clip²], fitted
+    by least squares weighted by dΦ/dP = ½(1 − tanh²)·x, so what is minimised
+    is the error in Φ itself.
+    """
+    s = (np.cos(np.pi * (np.arange(nodes) + 0.5) / nodes) + 1) / 2 * clip ** 2
+    x = np.sqrt(s)
+    y = np.arctanh(np.minimum(erf(x / _SQRT_2), 1 - 1e-16))
+    p = np.where(x > 1e-8, y / np.maximum(x, 1e-300), np.sqrt(2 / np.pi))
+    w = np.maximum(0.5 * (1 - np.tanh(y) ** 2) * x, 1e-6)
+    return np.polynomial.polynomial.polyfit(s, p, degree, w=w)
 
 
 def normal_cdf(x):
@@ -83,45 +100,42 @@ def normal_cdf(x):
     return 0.5 * (1 + erf(x / _SQRT_2))
 
 
-def normal_cdf_float32(x: np.ndarray, gelu_out: np.ndarray | None = None) -> np.ndarray:
-    """Φ(x) in float32, ~2x faster than SciPy's float32 erf, relative error ~1e-5 in the far tail.
+def normal_cdf_float32(x: np.ndarray, gelu_out: np.ndarray | None = None, keep_cdf: bool = True):
+    """Φ(x) in float32, ~5x faster than SciPy's float32 erf; absolute error < 1.2e-7.
 
-    Plain formula: ½(1 + erf(x/√2)). Here Φ(−|x|) = ½·erfc(|x|/√2) with
-    erfc(z) = t·exp(−z² + P(t)), t = 1/(1 + z/2), P the degree-9 polynomial
-    of Numerical Recipes (6.2); Φ(|x|) = 1 − Φ(−|x|). Computed in blocks that
-    stay in cache, with the temporaries reused in place. With `gelu_out`
+    Plain formula: ½(1 + erf(x/√2)). Here ½(1 + tanh(x·P(x²))) with x
+    clipped to ±6.5 and P the degree-7 polynomial `_TANH_CDF` (see
+    `fit_tanh_cdf`): 20 array passes, with NumPy's vectorised tanh doing
+    what erf would, instead of ~30 passes for an erfc fit (exp, reciprocal,
+    a sign select). Far in the negative tail the error is absolute, not
+    relative (Φ(−5) ≈ 2.9e-7 comes out within 3e-8), as in torch's float32
+    GELU. Computed in blocks that stay in cache, in place. With `gelu_out`
     (a C-contiguous float32 array shaped like x), also writes GELU(x) = x·Φ(x)
-    there, block by block while the block is in cache.
+    there, block by block while the block is in cache; with `keep_cdf=False`
+    too, Φ only passes through one block-sized buffer and None is returned.
     """
     f = np.float32
-    out = np.empty(x.shape, dtype=x.dtype)  # C order, so reshape(-1) is a view (empty_like keeps x's strides)
-    fx, fo = x.reshape(-1), out.reshape(-1)
+    fx = x.reshape(-1)
     fg = gelu_out.reshape(-1) if gelu_out is not None else None
+    if fg is not None and not keep_cdf:
+        out, fo = None, np.empty(min(_BLOCK, fx.size), dtype=x.dtype)  # one block, reused
+    else:
+        out = np.empty(x.shape, dtype=x.dtype)  # C order, so reshape(-1) is a view (empty_like keeps strides)
+        fo = out.reshape(-1)
     for start in range(0, fx.size, _BLOCK):
         xb = fx[start:start + _BLOCK]
-        z = np.abs(xb)
-        z *= f(1 / _SQRT_2)                     # z = |x| / √2
-        t = z * f(0.5)
-        t += f(1)
-        np.reciprocal(t, out=t)                 # t = 1 / (1 + z/2)
-        p = t * f(_NR_ERFC[9])
-        for c in _NR_ERFC[8:0:-1]:              # Horner
-            p += f(c)
-            p *= t
-        p += f(_NR_ERFC[0])
-        z *= z
-        p -= z
-        np.exp(p, out=p)
-        p *= t
-        p *= f(0.5)                             # Φ(−|x|)
-        ob = fo[start:start + _BLOCK]
-        # Φ(x) = p for x < 0, 1 − p for x ≥ 0, as p + [x ≥ 0]·(1 − 2p): arithmetic, because a
-        # masked copy (np.where, copyto(where=)) on a random sign pattern mispredicts a branch
-        # per element and cost 3x the whole rest of this function
-        np.multiply(p, f(-2), out=ob)
-        ob += f(1)                              # 1 − 2p
-        np.multiply(ob, xb >= 0, out=ob)
-        ob += p
+        ob = fo[start:start + _BLOCK] if out is not None else fo[:xb.size]
+        c = np.clip(xb, f(-_TANH_CLIP), f(_TANH_CLIP))
+        sq = c * c                              # s = x²
+        np.multiply(sq, f(_TANH_CDF[7]), out=ob)
+        for a in _TANH_CDF[6:0:-1]:             # Horner
+            ob += f(a)
+            ob *= sq
+        ob += f(_TANH_CDF[0])                   # P(x²)
+        ob *= c
+        np.tanh(ob, out=ob)
+        ob *= f(0.5)
+        ob += f(0.5)                            # ½(1 + tanh(x·P(x²)))
         if fg is not None:
             np.multiply(xb, ob, out=fg[start:start + _BLOCK])  # x·Φ(x)
     return out
@@ -150,9 +164,10 @@ class GELU(Function):
             out *= a
             out *= f(0.5)
             return out
-        if a.dtype == np.float32 and xp is np:  # the blocked float32 kernels (plain formulas below)
+        if a.dtype == np.float32 and xp is np:  # the blocked float32 kernel (plain formula below)
             out = np.empty(a.shape, dtype=a.dtype)
-            self.cdf = normal_cdf_float32(a, gelu_out=out)
+            # Φ is kept only if a backward will read it (not under no_grad / for inference)
+            self.cdf = normal_cdf_float32(a, gelu_out=out, keep_cdf=any(self.needs_input_grad))
             return out
         cdf = normal_cdf(a)
         self.cdf = cdf

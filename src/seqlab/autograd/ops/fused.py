@@ -168,7 +168,13 @@ class LayerNorm(Function):
         xhat *= rstd                                               # x̂
         self.saved = (xhat, rstd, None if weight is None else weight.reshape(-1))
         self.has_bias = bias is not None
-        y = xhat * self.saved[2] if weight is not None else xhat.copy()
+        if not any(self.needs_input_grad):  # no backward will read x̂: y is computed in its place
+            y = xhat
+            if weight is not None:
+                y *= self.saved[2]
+            self.saved = ()
+        else:
+            y = xhat * self.saved[2] if weight is not None else xhat.copy()
         if bias is not None:
             y += bias.reshape(-1)
         return y.reshape(x.shape)
@@ -257,6 +263,23 @@ class Dropout(Function):
         return g, None
 
 
+def _matmul_heads_interleaved(w, v):
+    """w @ v, (..., H, Tq, Dv), written into memory laid out as (..., Tq, H, Dv).
+
+    The same values as `w @ v` (one BLAS product per head either way), but
+    merging the heads afterwards, out.transpose(1, 2).reshape(B, T, H·Dv), is
+    then a view instead of a copy of the whole output.
+    """
+    xp = xp_of(w)
+    shape = np.broadcast_shapes(w.shape[:-2], v.shape[:-2]) + (w.shape[-2], v.shape[-1])
+    if xp is not np or len(shape) < 4:
+        return w @ v
+    buf = np.empty(shape[:-3] + (shape[-2], shape[-3], shape[-1]), dtype=np.result_type(w, v))  # (..., Tq, H, Dv)
+    out = buf.swapaxes(-3, -2)  # (..., H, Tq, Dv) view
+    np.matmul(w, v, out=out)
+    return out
+
+
 def _add_into(s, m):
     """s + m, in place in `s` (our own temporary) when `m` broadcasts to s's shape."""
     if m.ndim <= s.ndim and all(a == b or a == 1 for a, b in zip(m.shape[::-1], s.shape[::-1])):
@@ -298,7 +321,7 @@ class Attention(Function):
             wd *= self.pscale
         self.saved = (q, k, v, wd)
         self.scale = scale
-        return wd @ v
+        return _matmul_heads_interleaved(wd, v)
 
     @property
     def drop(self):

@@ -23,12 +23,12 @@ DESCRIPTION = "SST-2 sentiment, Transformer encoder from scratch (exercise 1)"
 class Config(TrainConfig):
     max_steps: int = 8000
     batch_size: int = 64
-    lr: float = 5e-4
-    weight_decay: float = 0.01
+    lr: float = 3e-4
+    weight_decay: float = 0.1     # SST-2 overfits within minutes: regularise hard
     schedule: str = "warmup_cosine"
-    warmup_steps: int = 200
+    warmup_steps: int = 400
     min_lr: float = 1e-5
-    eval_every: int = 250
+    eval_every: int = 100         # the dev peak comes early; the best checkpoint keeps it
     checkpoint_every: int = 250
     log_every: int = 10
     metric: str = "val_acc"
@@ -40,8 +40,8 @@ class Config(TrainConfig):
     nhead: int = 4
     num_layers: int = 2
     dim_feedforward: int = 512
-    dropout: float = 0.1
-    positional: str = "sinusoidal"
+    dropout: float = 0.3
+    positional: str = "rope"      # 0.822 dev vs 0.815 with sinusoidal (docs/results.md)
     pooling: str = "mean"
     max_train_examples: int = 0   # 0 = all 67,349 rows (smaller for quick runs)
     max_dev_examples: int = 0

@@ -1,0 +1,225 @@
+"""Every fast path added for the benchmarks, held to the plain composed computation it replaces."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.special import ndtr
+
+import seqlab
+from seqlab import functional as F
+from seqlab.autograd.function import Function
+from seqlab.autograd.ops import activation as A
+from seqlab.autograd.ops import fused as Fu
+from seqlab.nn.efficient_attention import memory_efficient_attention
+
+
+# ---- Φ and GELU in float32 ---------------------------------------------------------------------
+def test_tanh_cdf_coefficients_are_the_documented_fit():
+    np.testing.assert_allclose(A.fit_tanh_cdf(), A._TANH_CDF, rtol=1e-6)
+
+
+def test_normal_cdf_float32_is_within_float32_rounding_of_scipy():
+    x = np.concatenate([np.linspace(-15, 15, 200_001), np.random.default_rng(0).standard_normal(50_000)])
+    x = x.astype(np.float32)
+    ours = A.normal_cdf_float32(x)
+    assert ours.dtype == np.float32
+    assert np.abs(ours - ndtr(x.astype(np.float64))).max() < 1.2e-7
+    assert ours[0] == 0.0 and ours[200_000] == 1.0  # saturated beyond the clip
+
+
+def test_normal_cdf_float32_any_layout_and_the_gelu_output():
+    x = np.random.default_rng(1).standard_normal((70, 1100)).astype(np.float32)  # > one block
+    t = x.T  # not C-contiguous
+    np.testing.assert_array_equal(A.normal_cdf_float32(t), A.normal_cdf_float32(np.ascontiguousarray(t)))
+    g = np.empty_like(x)
+    cdf = A.normal_cdf_float32(x, gelu_out=g)
+    np.testing.assert_array_equal(g, x * cdf)  # x·Φ(x), the plain product
+    g2 = np.empty_like(x)
+    assert A.normal_cdf_float32(x, gelu_out=g2, keep_cdf=False) is None
+    np.testing.assert_array_equal(g2, g)
+
+
+def test_gelu_float32_equals_the_composed_formula_forward_and_backward():
+    rng = np.random.default_rng(2)
+    xa = rng.standard_normal((3, 7, 40)).astype(np.float32)
+    ga = rng.standard_normal(xa.shape).astype(np.float32)
+    x = seqlab.Tensor(xa, requires_grad=True)
+    y = F.gelu(x)
+    cdf = A.normal_cdf_float32(xa)
+    np.testing.assert_array_equal(y.numpy(), xa * cdf)
+    y.backward(ga)
+    phi = np.exp(xa * xa * np.float32(-0.5)) * np.float32(1 / math.sqrt(2 * math.pi))
+    np.testing.assert_allclose(x.grad, ga * (cdf + xa * phi), rtol=1e-6, atol=1e-7)
+    with seqlab.no_grad():  # inference keeps no Φ
+        out, fn = A.GELU.apply_with_fn(seqlab.Tensor(xa))
+    assert fn.cdf is None
+    np.testing.assert_array_equal(out.numpy(), y.numpy())
+
+
+def test_gelu_float32_against_torch():
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(3).standard_normal(10_000).astype(np.float32) * 4
+    ours = F.gelu(seqlab.Tensor(x)).numpy()
+    ref = x.astype(np.float64) * ndtr(x.astype(np.float64))
+    theirs = torch.nn.functional.gelu(torch.from_numpy(x)).numpy()
+    # no further from the float64 truth than torch's own float32 kernel (plus one float32 ulp)
+    assert np.abs(ours - ref).max() <= np.abs(theirs - ref).max() + 6e-8
+
+
+# ---- the engine tells forward whether a backward will run --------------------------------------
+class _Probe(Function):
+    def forward(self, a, b=None):
+        self.seen = self.needs_input_grad
+        return a * 2
+
+    def backward(self, grad):
+        return grad * 2, None
+
+
+def test_forward_knows_which_inputs_need_gradients():
+    a = seqlab.Tensor(np.ones(2), requires_grad=True)
+    _, fn = _Probe.apply_with_fn(a, np.ones(2))
+    assert fn.seen == (True, False)
+    with seqlab.no_grad():
+        _, fn = _Probe.apply_with_fn(a)
+    assert fn.seen == ()
+    _, fn = _Probe.apply_with_fn(seqlab.Tensor(np.ones(2)))
+    assert fn.seen == (False,)
+
+
+def test_layer_norm_without_grad_gives_the_same_values():
+    rng = np.random.default_rng(4)
+    x, w, b = rng.standard_normal((5, 6, 8)), rng.standard_normal(8), rng.standard_normal(8)
+    with_grad = F.layer_norm(seqlab.Tensor(x, requires_grad=True), 8, seqlab.Tensor(w), seqlab.Tensor(b))
+    with seqlab.no_grad():
+        without = F.layer_norm(seqlab.Tensor(x), 8, seqlab.Tensor(w), seqlab.Tensor(b))
+    np.testing.assert_array_equal(with_grad.numpy(), without.numpy())
+    mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    np.testing.assert_allclose(without.numpy(), (x - mu) / np.sqrt(var + 1e-5) * w + b, rtol=1e-12)
+
+
+# ---- dropout --------------------------------------------------------------------------------------
+def test_dropout_with_a_bool_mask_equals_the_float_mask_formula():
+    rng = np.random.default_rng(5)
+    xa, ga = rng.standard_normal((4, 9)).astype(np.float32), rng.standard_normal((4, 9)).astype(np.float32)
+    keep = rng.random((4, 9)) >= 0.3
+    outs = []
+    for mask in (keep, keep.astype(np.float32)):
+        x = seqlab.Tensor(xa, requires_grad=True)
+        y = Fu.Dropout.apply(x, mask, p=0.3)
+        y.backward(ga)
+        outs.append((y.numpy(), x.grad))
+    scale = np.float32(1 / 0.7)
+    for y, g in outs:
+        np.testing.assert_array_equal(y, xa * (keep.astype(np.float32) * scale))  # x ⊙ (m / (1 − p))
+        np.testing.assert_array_equal(g, ga * (keep.astype(np.float32) * scale))
+
+
+def test_keep_mask_is_bernoulli_and_seeded():
+    seqlab.manual_seed(11)
+    m = F._keep_mask(np, (1000, 1000), 0.1, np.float32)
+    assert m.dtype == bool and m.shape == (1000, 1000)
+    n = m.size
+    assert abs(m.mean() - 0.9) < 5 * math.sqrt(0.09 / n)  # within 5 σ of 1 − p
+    assert abs(m[:, ::2].mean() - m[:, 1::2].mean()) < 10 * math.sqrt(0.09 / n)  # both words of a draw used
+    seqlab.manual_seed(11)
+    np.testing.assert_array_equal(F._keep_mask(np, (1000, 1000), 0.1, np.float32), m)
+    assert F._keep_mask(np, (7,), 0.0, np.float32).all()
+    assert not F._keep_mask(np, (1000,), 1.0 - 1e-12, np.float32).any()
+    assert F._keep_mask(np, (), 0.5, np.float32).shape == ()
+    gen = np.random.default_rng(3)  # an explicit generator is used, not the global one
+    state = seqlab.random.get_state()
+    F._keep_mask(np, (5, 3), 0.5, np.float32, gen)
+    assert seqlab.random.get_state() == state
+
+
+def test_attention_dropout_mask_is_bool_and_drop_is_keep_over_one_minus_p():
+    q = seqlab.Tensor(np.random.default_rng(6).standard_normal((2, 5, 4)), requires_grad=True)
+    seqlab.manual_seed(1)
+    out = F.scaled_dot_product_attention(q, q, q, dropout_p=0.25)
+    fn = out._ctx
+    assert fn.keep.dtype == bool
+    np.testing.assert_array_equal(fn.drop, fn.keep / 0.75)
+
+
+# ---- attention: masks added in place ------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["bool", "float", "causal", "padding"])
+def test_attention_masks_equal_the_composed_where_formula(kind):
+    rng = np.random.default_rng(7)
+    qa, ka, va = (rng.standard_normal((2, 3, 6, 4)) for _ in range(3))
+    ga = rng.standard_normal((2, 3, 6, 4))
+    if kind == "bool":
+        mask = rng.random((2, 3, 6, 6)) < 0.7
+        mask[..., 0] = True
+    elif kind == "float":
+        mask = rng.standard_normal((1, 3, 6, 6))
+    elif kind == "padding":
+        mask = np.ones((2, 1, 1, 6), bool)
+        mask[1, ..., 4:] = False
+    else:
+        mask = None
+    q, k, v = (seqlab.Tensor(a, requires_grad=True) for a in (qa, ka, va))
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=kind == "causal")
+    out.backward(ga)
+    # the plain composition: where(blocked, −inf, s) or s + bias, softmax, weighted sum
+    qc, kc, vc = (seqlab.Tensor(a, requires_grad=True) for a in (qa, ka, va))
+    s = qc @ kc.transpose(-1, -2) * (1 / math.sqrt(4))
+    if kind == "float":
+        s = s + mask
+    elif mask is not None or kind == "causal":
+        allowed = np.tril(np.ones((6, 6), bool)) if kind == "causal" else mask
+        s = s.masked_fill(np.broadcast_to(~allowed, s.shape), -np.inf)
+    ref = s.softmax(-1) @ vc
+    ref.backward(ga)
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-12, atol=1e-14)
+    for a, b in ((q, qc), (k, kc), (v, vc)):
+        np.testing.assert_allclose(a.grad, b.grad, rtol=1e-10, atol=1e-12)
+
+
+# ---- memory-efficient attention: reused block buffers -------------------------------------------
+@pytest.mark.parametrize("causal, masked", [(False, False), (True, False), (False, True)])
+def test_chunked_attention_with_edge_blocks_equals_plain(causal, masked):
+    rng = np.random.default_rng(8)
+    qa, ka, va = (rng.standard_normal((2, 11, 5)) for _ in range(3))
+    ga = rng.standard_normal((2, 11, 5))
+    mask = None
+    if masked:
+        mask = rng.standard_normal((11, 11))  # a float bias, added block by block
+    grads = []
+    for fn in (lambda a, b, c: memory_efficient_attention(a, b, c, attn_mask=mask, is_causal=causal, chunk_size=3,
+                                                          q_chunk_size=4),
+               lambda a, b, c: F.scaled_dot_product_attention(a, b, c, attn_mask=mask, is_causal=causal)):
+        q, k, v = (seqlab.Tensor(a, requires_grad=True) for a in (qa, ka, va))
+        out = fn(q, k, v)
+        out.backward(ga)
+        grads.append((out.numpy(), q.grad, k.grad, v.grad))
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+# ---- AdamW in place ---------------------------------------------------------------------------
+def test_adamw_in_place_equals_the_plain_update():
+    rng = np.random.default_rng(9)
+    w0 = rng.standard_normal((4, 3))
+    b0 = rng.standard_normal(3)
+    ws = [seqlab.nn.Parameter(w0.copy()), seqlab.nn.Parameter(b0.copy())]
+    opt = seqlab.optim.AdamW(ws, lr=0.01, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1)
+    plain = [w0.copy(), b0.copy()]
+    m = [np.zeros_like(p) for p in plain]
+    v = [np.zeros_like(p) for p in plain]
+    for t in range(1, 5):
+        grads = [rng.standard_normal(p.shape) for p in plain]
+        for p, g in zip(ws, grads):
+            p.grad = g.copy()
+        opt.step()
+        for i, g in enumerate(grads):  # Loshchilov & Hutter, torch's order
+            plain[i] *= 1 - 0.01 * 0.1
+            m[i] = 0.9 * m[i] + 0.1 * g
+            v[i] = 0.99 * v[i] + 0.01 * g * g
+            denom = np.sqrt(v[i]) / math.sqrt(1 - 0.99 ** t) + 1e-8
+            plain[i] -= 0.01 / (1 - 0.9 ** t) * m[i] / denom
+    for p, q in zip(ws, plain):
+        np.testing.assert_allclose(p.data, q, rtol=1e-12, atol=1e-14)
+    assert ws[0].data.dtype == np.float64
