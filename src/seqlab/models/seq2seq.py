@@ -159,7 +159,9 @@ class Seq2Seq(Module):
         o = self.pre_output(cat([s, ctx, emb], dim=-1)).tanh()    # (B, T, E)
         return self.generator(self.dropout(o))                    # (B, T, V)
 
-    def forward(self, src, tgt_in, src_lengths=None, return_attention: bool = False):
+    def forward(self, src, tgt_in, src_lengths=None, return_attention: bool = False,
+                output_attentions: bool = False):
+        return_attention = return_attention or output_attentions  # the name the other models use
         memory, state = self.encode(src, src_lengths)
         tgt_ids = np.asarray(tgt_in.data if isinstance(tgt_in, Tensor) else tgt_in)
         emb = self.dropout(self.tgt_embedding(tgt_ids))          # (B, T, E)

@@ -122,11 +122,12 @@ def normal_cdf_float32(x: np.ndarray, gelu_out: np.ndarray | None = None, keep_c
     else:
         out = np.empty(x.shape, dtype=x.dtype)  # C order, so reshape(-1) is a view (empty_like keeps strides)
         fo = out.reshape(-1)
+    cbuf, sbuf = np.empty((2, min(_BLOCK, fx.size)), dtype=x.dtype)  # block temporaries, allocated once
     for start in range(0, fx.size, _BLOCK):
         xb = fx[start:start + _BLOCK]
         ob = fo[start:start + _BLOCK] if out is not None else fo[:xb.size]
-        c = np.clip(xb, f(-_TANH_CLIP), f(_TANH_CLIP))
-        sq = c * c                              # s = x²
+        c = np.clip(xb, f(-_TANH_CLIP), f(_TANH_CLIP), out=cbuf[:xb.size])
+        sq = np.multiply(c, c, out=sbuf[:xb.size])  # s = x²
         np.multiply(sq, f(_TANH_CDF[7]), out=ob)
         for a in _TANH_CDF[6:0:-1]:             # Horner
             ob += f(a)
