@@ -90,3 +90,20 @@ def test_cli_rebuilds_the_results_section_from_a_json_record(tmp_path, capsys):
     assert "| gpt-train | 9.0 | 10.0 | 0.90 |" in capsys.readouterr().out
     text = md.read_text()
     assert "Command: `seqlab bench gpt-train`" in text and "a note" in text and "one iteration" in text
+
+
+def test_targets_table_compares_each_figure_with_the_issue_goal():
+    from seqlab.bench.report import targets
+
+    rs = [BenchResult("encoder-train", "", ["benchmark"], [], data={"seqlab_s": 0.7, "torch_s": 1.0, "flops": 70e9,
+                                                                     "numpy_gemm_flops_per_s": 100e9}),
+          BenchResult("bert-infer", "", ["benchmark"], [], data={"seqlab_s": 1.1, "torch_s": 1.0}),
+          BenchResult("attention-long", "", ["T"], [], data={"cells": [
+              {"T": 64, "impl": "seqlab efficient", "peak_rss_bytes": 2 ** 20},
+              {"T": 64, "impl": "torch SDPA", "peak_rss_bytes": 2 ** 21}]})]
+    text = targets(rs)
+    assert "| encoder-train time | ≤ 0.80 × torch | 0.70 × torch | yes |" in text
+    assert "| bert-infer time | ≤ 1.00 × torch | 1.10 × torch | no |" in text
+    assert "| attention-long peak memory, T = 64 | seqlab efficient ≤ torch SDPA | 1.0 vs 2.0 MiB | yes |" in text
+    assert "| encoder-train GFLOP/s | ≥ 80% of NumPy's GEMM rate | 100% | yes |" in text
+    assert "gpt-train" not in text  # not run: no row

@@ -85,6 +85,11 @@ def set_threads(n: int | None = None) -> int:
     return got
 
 
+def match_threads() -> int:
+    """Give torch the thread count of NumPy's BLAS; returns it (benchmarks/common.py's name)."""
+    return set_threads(None)
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

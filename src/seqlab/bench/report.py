@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from seqlab.bench.harness import markdown_table
 from seqlab.bench.result import BenchResult
 
 HEADING = "Benchmarks: seqlab vs PyTorch"
@@ -67,15 +68,50 @@ def _with_before(r: BenchResult, n: int, before: dict) -> BenchResult:
     return r
 
 
+def targets(rs: list[BenchResult]) -> str:
+    """The issue's targets against this run's figures, as a markdown table (wall-time ratios)."""
+    by = {r.name: r.data for r in rs}
+    rows = []
+    for name, goal in (("encoder-train", 0.8), ("gpt-train", 0.8), ("bert-infer", 1.0)):
+        d = by.get(name)
+        if d and "seqlab_s" in d:
+            got = d["seqlab_s"] / d["torch_s"]
+            rows.append([f"{name} time", f"≤ {goal:.2f} × torch", f"{got:.2f} × torch", "yes" if got <= goal else "no"])
+    cells = by.get("attention-long", {}).get("cells", [])
+    for T in sorted({c["T"] for c in cells if "T" in c}):
+        peak = {c["impl"]: c.get("peak_rss_bytes") for c in cells if c.get("T") == T}
+        ours, theirs = peak.get("seqlab efficient"), peak.get("torch SDPA")
+        if ours is not None and theirs is not None:
+            rows.append([f"attention-long peak memory, T = {T}", "seqlab efficient ≤ torch SDPA",
+                         f"{ours / 2 ** 20:.1f} vs {theirs / 2 ** 20:.1f} MiB", "yes" if ours <= theirs else "no"])
+    d = by.get("encoder-train")
+    if d and "flops" in d:
+        frac = d["flops"] / d["seqlab_s"] / d["numpy_gemm_flops_per_s"]
+        rows.append(["encoder-train GFLOP/s", "≥ 80% of NumPy's GEMM rate", f"{100 * frac:.0f}%",
+                     "yes" if frac >= 0.8 else "no"])
+    if not rows:
+        return ""
+    return "Targets of the issue, this run:\n\n" + markdown_table(["target", "goal", "measured", "met"], rows)
+
+
 def section(results: dict[int, list[BenchResult]], info: dict, command: str, baseline: Path | None = None,
-            gpu_note: str | None = None) -> str:
+            gpu_note: str | None = None, source: Path | None = None) -> str:
     """Markdown body of the section: command, machine, then one block per thread count."""
     before = _baseline(baseline)
     lines = [f"Command: `{command}`", "",
              f"Machine: {info['cpu']}, {info['cores']} cores; Python {info['python']}, NumPy {info['numpy']} "
              f"({info['numpy_blas']}), torch {info['torch']}; {info['date']}.", "", HOW_TO_READ, ""]
+    if before:
+        lines += [f"The \"before\" columns: the same benchmarks, run the same way on the same machine and day, on the "
+                  f"engine as it was before the optimisations of issue 8 ({Path(baseline).as_posix()}). Rebuild this "
+                  f"section from the saved runs, without running anything: `seqlab bench --from-json "
+                  f"{Path(source).as_posix() if source else 'FILE'} "
+                  f"--baseline {Path(baseline).as_posix()} --results docs/results.md`.", ""]
     for n, rs in results.items():
         lines += [f"### {n} thread{'s' if n != 1 else ''} for both libraries", ""]
+        t = targets(rs)
+        if t:
+            lines += [t, ""]
         for r in rs:
             lines += [_with_before(r, n, before).markdown(), ""]
     if gpu_note:

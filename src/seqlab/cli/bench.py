@@ -14,8 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
-GPU_NOTE = ("GPU: not measured in this run (no GPU on this machine); the same model code runs on CuPy with "
-            "`--device cuda` where CuPy and a GPU exist.")
+GPU_NOTE = ("GPU: not measured. No GPU was available to this run, and `seqlab bench` times CPU (NumPy) against "
+            "PyTorch CPU eager only; CuPy runs of the same models at larger sizes are still to be done.")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -131,5 +131,6 @@ def _write_results(args, results: dict, info: dict, command: str) -> None:
         from seqlab.bench.harness import write_section
         from seqlab.bench.report import HEADING, section
 
-        write_section(args.results, HEADING, section(results, info, command, args.baseline, GPU_NOTE))
+        write_section(args.results, HEADING, section(results, info, command, args.baseline, GPU_NOTE,
+                                                     source=args.from_json or args.json))
         print(f"wrote the '{HEADING}' section of {args.results}", file=sys.stderr)
