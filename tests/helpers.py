@@ -145,25 +145,14 @@ def _draw_inputs(inputs: Sequence, rng: np.random.Generator, domain: str) -> tup
     return values, diff
 
 
-def _seqlab_args(values, diff, dtype):
+def _args(values, diff, dtype, convert):
+    """The op's arguments for one library: `convert` is to_seqlab or to_torch."""
     args = []
     for v, d in zip(values, diff):
         if isinstance(v, const):
-            args.append(to_seqlab(v.array, dtype))
+            args.append(convert(v.array, dtype))
         elif isinstance(v, np.ndarray):
-            args.append(to_seqlab(v, dtype, requires_grad=d))
-        else:
-            args.append(v)
-    return args
-
-
-def _torch_args(values, diff, dtype):
-    args = []
-    for v, d in zip(values, diff):
-        if isinstance(v, const):
-            args.append(to_torch(v.array, dtype))
-        elif isinstance(v, np.ndarray):
-            args.append(to_torch(v, dtype, requires_grad=d))
+            args.append(convert(v, dtype, requires_grad=d))
         else:
             args.append(v)
     return args
@@ -282,8 +271,8 @@ def check_op(fn_seqlab: Callable, fn_torch: Callable | None, inputs: Sequence, k
     for name in dtypes:
         dt = DTYPES[name]
         rtol, scale, floor = (rtol64, atol64, 0.0) if name == "float64" else (rtol32, atol32, 1.0)
-        s_args = _seqlab_args(values, diff, dt)
-        t_args = _torch_args(values, diff, dt)
+        s_args = _args(values, diff, dt, to_seqlab)
+        t_args = _args(values, diff, dt, to_torch)
         s_out = flatten_outputs(fn_seqlab(*s_args, **_convert_kwargs(kwargs, to_seqlab, dt)))
         t_kw = torch_kwargs if torch_kwargs is not None else kwargs
         t_out = flatten_outputs(fn_torch(*t_args, **_convert_kwargs(t_kw, to_torch, dt)))
@@ -342,8 +331,8 @@ def check_module(seqlab_module, torch_module, inputs: Sequence, kwargs: dict | N
 
     rng = np.random.default_rng(seed)
     values, diff = _draw_inputs(inputs, rng, "real")
-    s_args = _seqlab_args(values, diff, dt)
-    t_args = _torch_args(values, diff, dt)
+    s_args = _args(values, diff, dt, to_seqlab)
+    t_args = _args(values, diff, dt, to_torch)
     s_raw = seqlab_module(*s_args, **_convert_kwargs(kwargs, to_seqlab, dt))
     t_kw = torch_kwargs if torch_kwargs is not None else kwargs
     t_raw = torch_module(*t_args, **_convert_kwargs(t_kw, to_torch, dt))

@@ -15,15 +15,13 @@ Training stops at its time budget (``max_minutes`` of the trainer).
 """
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import re
 import shutil
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from seqlab.blas import blas_threads  # the tour runs on one BLAS thread (seqlab demo --blas-threads)
 from seqlab.errors import DataError
 
 MODEL = "minilm"
@@ -190,6 +188,35 @@ def _fresh(folder: Path) -> Path:
     return folder
 
 
+def _settings(defaults: dict, steps_per_minute: int, minutes: float, max_steps: int | None, seed: int) -> dict:
+    """A training step's settings: its defaults, the time budget and as many steps as fit in it."""
+    steps = max_steps or max(20, int(steps_per_minute * minutes))
+    return {**defaults, "max_minutes": minutes, "max_steps": steps, "seed": seed}
+
+
+def _train_task(task: str, out: str | Path, settings: dict, data_dir: Any, callbacks: Iterable[Callback]
+                ) -> tuple[Path, Any]:
+    """(run folder, result) of the registered `task` trained into OUT/TASK, as `seqlab train` does."""
+    from seqlab.train import runs
+
+    run_dir = _fresh(Path(out) / task)
+    return run_dir, runs.train(task, run_dir, [(settings, "seqlab demo")], data_dir=data_dir, callbacks=callbacks)
+
+
+def _train_synthetic(name: str, config_cls: type, settings: dict, out: str | Path,
+                     make_task: Callable[[Any, Path], Any], callbacks: Iterable[Callback],
+                     overrides: dict | None = None) -> tuple[Path, Any, Any]:
+    """(run folder, result, task): `make_task(config, run_dir)` trained into OUT/NAME with the task's
+    Config from `settings` (then the synthetic task's `overrides`)."""
+    from seqlab.train.config import build_config
+
+    run_dir = _fresh(Path(out) / name)
+    layers = [(settings, "seqlab demo")] + ([(overrides, "synthetic task")] if overrides else [])
+    config = build_config(config_cls, *layers)
+    task = make_task(config, run_dir)
+    return run_dir, _fit(task, config, run_dir, name, callbacks), task
+
+
 def _fit(task: Any, config: Any, run_dir: Path, name: str, callbacks: Iterable[Callback]) -> Any:
     """Train a task built here (the synthetic fallbacks) with the generic trainer, as runs.train does."""
     import seqlab
@@ -231,24 +258,17 @@ def train_sentiment(out: str | Path, minutes: float = 2.0, data_dir: str | Path 
     from seqlab.train import runs
     from seqlab.train.tasks import sst2_transformer
 
-    out = Path(out)
-    steps = max_steps or max(20, int(STEPS_PER_MINUTE * minutes))
-    settings = {**SENTIMENT_SETTINGS, "max_minutes": minutes, "max_steps": steps, "seed": seed}
+    settings = _settings(SENTIMENT_SETTINGS, STEPS_PER_MINUTE, minutes, max_steps, seed)
     error = _source(sst2_missing, data_dir, synthetic)
     if error is None:
-        run_dir = _fresh(out / "sst2-transformer")
-        result = runs.train("sst2-transformer", run_dir, [(settings, "seqlab demo")], data_dir=data_dir,
-                            callbacks=callbacks)
+        run_dir, result = _train_task("sst2-transformer", out, settings, data_dir, callbacks)
         loaded = runs.load_run(run_dir, data_dir=data_dir)  # the best weights, as `seqlab eval` sees them
         predict, info = loaded.task, loaded.record.get("info", {})
     else:
-        run_dir = _fresh(out / "synthetic-sentiment")
-        from seqlab.train.config import build_config
-
-        config = build_config(sst2_transformer.Config, (settings, "seqlab demo"),
-                              ({"vocab_size": 200, "max_len": 32}, "synthetic task"))
-        predict = _synthetic_classifier(config, run_dir)
-        result, info = _fit(predict, config, run_dir, "synthetic-sentiment", callbacks), predict.info
+        run_dir, result, predict = _train_synthetic("synthetic-sentiment", sst2_transformer.Config, settings, out,
+                                                    _synthetic_classifier, callbacks,
+                                                    overrides={"vocab_size": 200, "max_len": 32})
+        info = predict.info
     probes = SENTIMENT_PROBES if error is None else SYNTHETIC_PROBES
     labels = predict.predict(predict.model, list(probes)) if predict.predict else []
     return {"source": "SST-2" if error is None else "synthetic", "data_error": error, "run_dir": run_dir,
@@ -261,23 +281,15 @@ def train_sentiment(out: str | Path, minutes: float = 2.0, data_dir: str | Path 
 def _synthetic_classifier(config: Any, run_dir: Path) -> Any:
     """sst2-transformer's model and batches on `synthetic_reviews` (4,000 train, 500 dev sentences)."""
     from seqlab.data import Tokenizer
-    from seqlab.models.classifier import ClassifierConfig, TransformerClassifier
-    from seqlab.train.tasks.base import Task
     from seqlab.train.tasks.classify import TextClassification
+    from seqlab.train.tasks.sst2_transformer import make_model
 
     train, dev = synthetic_reviews(4000, seed=1), synthetic_reviews(500, seed=2)
     tok = Tokenizer.train_wordpiece([s for s, _ in train], config.vocab_size)
     tok.save(run_dir / "tokenizer")
-    model = TransformerClassifier(ClassifierConfig(
-        vocab_size=tok.vocab_size, num_labels=2, d_model=config.d_model, nhead=config.nhead,
-        num_layers=config.num_layers, dim_feedforward=config.dim_feedforward, dropout=config.dropout,
-        max_len=config.max_len, positional=config.positional, pooling=config.pooling,
-        pad_token_id=tok.pad_token_id))
+    model = make_model(config, tok.vocab_size, tok.pad_token_id)
     clf = TextClassification(tok.encode_batch, tok.pad_token_id, config.batch_size, config.max_len)
-    return Task(model=model, model_config=model.config.to_dict(), predict=clf.predict,
-                batches=clf.batches([s for s, _ in train], [y for _, y in train]), loss_fn=clf.loss_fn,
-                evaluate=clf.evaluate([s for s, _ in dev], [y for _, y in dev]),
-                info={"train_examples": len(train), "dev_examples": len(dev), "vocab_size": tok.vocab_size})
+    return clf.task(model, model.config.to_dict(), train, dev, info={"vocab_size": tok.vocab_size})
 
 
 # ---- 4. a character-level GPT on tiny Shakespeare ----------------------------------------------------
@@ -301,23 +313,15 @@ def train_gpt(out: str | Path, minutes: float = 1.5, data_dir: str | Path | None
     steps, stopped, seconds, val_loss, sample (the text, also in
     RUN_DIR/sample.txt) and line (its first line of 20 characters or more, else its longest).
     """
-    from seqlab.train import runs
     from seqlab.train.tasks import shakespeare_gpt
 
-    out = Path(out)
-    steps = max_steps or max(20, int(GPT_STEPS_PER_MINUTE * minutes))
-    settings = {**GPT_SETTINGS, "max_minutes": minutes, "max_steps": steps, "seed": seed}
+    settings = _settings(GPT_SETTINGS, GPT_STEPS_PER_MINUTE, minutes, max_steps, seed)
     error = _source(shakespeare_missing, data_dir, synthetic)
     if error is None:
-        run_dir = _fresh(out / "shakespeare-gpt")
-        result = runs.train("shakespeare-gpt", run_dir, [(settings, "seqlab demo")], data_dir=data_dir,
-                            callbacks=callbacks)
+        run_dir, result = _train_task("shakespeare-gpt", out, settings, data_dir, callbacks)
     else:
-        run_dir = _fresh(out / "synthetic-gpt")
-        from seqlab.train.config import build_config
-
-        config = build_config(shakespeare_gpt.Config, (settings, "seqlab demo"))
-        result = _fit(_synthetic_gpt(config, run_dir), config, run_dir, "synthetic-gpt", callbacks)
+        run_dir, result, _ = _train_synthetic("synthetic-gpt", shakespeare_gpt.Config, settings, out, _synthetic_gpt,
+                                              callbacks)
     path = run_dir / "sample.txt"
     sample = path.read_text(encoding="utf-8") if path.is_file() else ""
     lines = [ln.strip() for ln in sample.splitlines() if ln.strip()]
@@ -362,60 +366,6 @@ def _synthetic_gpt(config: Any, run_dir: Path) -> Any:
                                                             config.block_size, config.batch_size,
                                                             config.eval_iters, config.seed),
                 info={"characters": len(text), "vocab_size": tok.vocab_size})
-
-
-# ---- BLAS threads -----------------------------------------------------------------------------------------
-# The tour's models are small: their matrix products gain little from a second BLAS thread, and on a busy
-# machine OpenBLAS's threads wait on each other (2 busy cores: 240 SST-2 steps in 20 s on 1 thread, 64-90
-# steps in 30 s on 2; a 160-character GPT sample 33 s on 2 threads, under 1 s on 1). The setter is found
-# with ctypes, as in seqlab.bench.harness, so threadpoolctl is not needed.
-_BLAS_GET = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads",
-             "scipy_openblas_get_num_threads", "MKL_Get_Max_Threads", "bli_thread_get_num_threads")
-_BLAS_SET = ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_", "openblas_set_num_threads",
-             "scipy_openblas_set_num_threads", "MKL_Set_Num_Threads", "bli_thread_set_num_threads")
-
-
-def _blas_function(names: tuple[str, ...]) -> Any:
-    """The first of `names` exported by a BLAS library loaded in this process (Linux), else None."""
-    np.ones((2, 2)) @ np.ones((2, 2))  # NumPy's BLAS is loaded by now
-    try:
-        maps = Path("/proc/self/maps").read_text()
-    except OSError:
-        return None
-    libs = sorted({ln.split()[-1] for ln in maps.splitlines()
-                   if re.search(r"(openblas|mkl_rt|libblis)[^/]*\.so", ln.split()[-1] if ln.split() else "")})
-    for path in libs:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        fn = next((getattr(lib, n) for n in names if hasattr(lib, n)), None)
-        if fn is not None:
-            return fn
-    return None
-
-
-@contextlib.contextmanager
-def blas_threads(n: int | None) -> Iterator[int | None]:
-    """NumPy's BLAS on `n` threads inside the block, the previous count put back after (None: unchanged).
-
-    Yields the count in force, or None where the BLAS has no known setter.
-    """
-    if n is not None and n < 1:
-        raise ValueError(f"BLAS threads must be >= 1, got {n}")
-    get, put = _blas_function(_BLAS_GET), _blas_function(_BLAS_SET)
-    if n is None or get is None or put is None:
-        if get is not None:
-            get.restype = ctypes.c_int
-        yield None if get is None else int(get())
-        return
-    get.restype, put.argtypes = ctypes.c_int, [ctypes.c_int]
-    before = int(get())
-    put(int(n))
-    try:
-        yield int(get())
-    finally:
-        put(before)
 
 
 # ---- the time plan --------------------------------------------------------------------------------------

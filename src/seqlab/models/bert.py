@@ -22,6 +22,7 @@ from seqlab.autograd.tensor import Tensor
 from seqlab.hub import keymap
 from seqlab.hub.config import HFConfig, activation
 from seqlab.hub.pretrained import PreTrainedModel
+from seqlab.models._common import batch_ids, init_normal_, token_ids
 from seqlab.models.outputs import BaseModelOutput, MaskedLMOutput, SequenceClassifierOutput, classification_loss
 
 
@@ -58,13 +59,6 @@ class BertConfig(HFConfig):
         activation(self.hidden_act)
         self._one_of("position_embedding_type", {"absolute"})
         self._problem_type()
-
-
-def _ids(x) -> np.ndarray:
-    arr = x.data if isinstance(x, Tensor) else np.asarray(x)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"token ids must be integers, got dtype {arr.dtype}")
-    return arr.astype(np.int64, copy=False)
 
 
 class BertEmbeddings(nn.Module):
@@ -180,17 +174,6 @@ class BertPooler(nn.Module):
         return F.tanh(self.dense(h[:, 0]))
 
 
-def _init_weights(model: nn.Module, std: float) -> None:
-    """transformers' init: N(0, std) for Linear and Embedding weights, zero biases, LN = (1, 0)."""
-    for m in model.modules():
-        if isinstance(m, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(m.weight, 0.0, std)
-            if isinstance(m, nn.Embedding) and m.padding_idx is not None:
-                m.weight.data[m.padding_idx] = 0
-        if isinstance(m, nn.Linear) and m.bias is not None:
-            nn.init.zeros_(m.bias)
-
-
 class BertPreTrained(PreTrainedModel):
     config_class = BertConfig
     keymap = keymap.BERT
@@ -208,19 +191,17 @@ class BertModel(nn.Module, BertPreTrained):
         self.embeddings = BertEmbeddings(config)
         self.encoder = BertEncoder(config)
         self.pooler = BertPooler(config) if add_pooling_layer else None
-        _init_weights(self, config.initializer_range)
+        init_normal_(self, config.initializer_range)
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions: bool = False,
                 output_hidden_states: bool = False) -> BaseModelOutput:
         """input_ids (B, T) ints; attention_mask (B, T), 1 = real token, 0 = padding (HF convention);
         token_type_ids (B, T): 0 for sentence A, 1 for sentence B."""
-        ids = _ids(input_ids)
-        if ids.ndim != 2:
-            raise ValueError(f"input_ids must be (batch, time), got shape {ids.shape}")
-        tt = None if token_type_ids is None else _ids(token_type_ids)
+        ids = batch_ids(input_ids)
+        tt = None if token_type_ids is None else token_ids(token_type_ids)
         mask = None
         if attention_mask is not None:
-            am = _ids(attention_mask)
+            am = token_ids(attention_mask)
             if am.shape != ids.shape:
                 raise ValueError(f"attention_mask has shape {am.shape} but input_ids {ids.shape}")
             mask = (am != 0)[:, None, None, :]  # (B, 1, 1, T): True = may attend
@@ -278,7 +259,7 @@ class BertForMaskedLM(nn.Module, BertPreTrained):
         self.config = config
         self.bert = BertModel(config, add_pooling_layer=False)
         self.cls = BertOnlyMLMHead(config)
-        _init_weights(self.cls, config.initializer_range)
+        init_normal_(self.cls, config.initializer_range)
         if config.tie_word_embeddings:
             self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
 
@@ -296,7 +277,7 @@ class BertForMaskedLM(nn.Module, BertPreTrained):
         logits = self.cls.predictions(out.last_hidden_state)  # (B, T, V)
         loss = None
         if labels is not None:
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), _ids(labels).reshape(-1))
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), token_ids(labels).reshape(-1))
         return MaskedLMOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state,
                               attentions=out.attentions)
 
@@ -315,7 +296,7 @@ class BertForSequenceClassification(nn.Module, BertPreTrained):
         p = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
         self.dropout = nn.Dropout(p)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-        _init_weights(self.classifier, config.initializer_range)
+        init_normal_(self.classifier, config.initializer_range)
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions: bool = False,
                 labels=None) -> SequenceClassifierOutput:

@@ -23,6 +23,7 @@ from seqlab.errors import ConfigError
 from seqlab.hub import keymap
 from seqlab.hub.config import HFConfig, activation
 from seqlab.hub.pretrained import PreTrainedModel
+from seqlab.models._common import batch_ids, init_normal_, token_ids
 from seqlab.models.outputs import CausalLMOutput, KVCache, SequenceClassifierOutput, classification_loss
 
 
@@ -67,13 +68,6 @@ class GPTConfig(HFConfig):
         if self.add_cross_attention:
             raise ConfigError("GPT with add_cross_attention=True (an encoder-decoder GPT-2) is not supported")
         self._problem_type()
-
-
-def _ids(x) -> np.ndarray:
-    arr = x.data if isinstance(x, Tensor) else np.asarray(x)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"token ids must be integers, got dtype {arr.dtype}")
-    return arr.astype(np.int64, copy=False)
 
 
 class GPTAttention(nn.Module):
@@ -142,7 +136,7 @@ def causal_mask(attention_mask, t_new: int, t_past: int):
     allowed = np.arange(t_all)[None, :] <= (t_past + np.arange(t_new))[:, None]  # (T_new, T_all)
     mask = allowed[None, None]                                                     # (1, 1, T_new, T_all)
     if attention_mask is not None:
-        am = _ids(attention_mask)
+        am = token_ids(attention_mask)
         if am.shape[1] != t_all:
             raise ValueError(f"attention_mask covers {am.shape[1]} positions but past ({t_past}) + new ({t_new}) "
                              f"tokens are {t_all}")
@@ -166,14 +160,12 @@ class GPTModel(nn.Module):
 
     def forward(self, input_ids, attention_mask=None, position_ids=None, past_key_values: KVCache | None = None,
                 output_attentions: bool = False) -> tuple[Tensor, tuple | None]:
-        ids = _ids(input_ids)
-        if ids.ndim != 2:
-            raise ValueError(f"input_ids must be (batch, time), got shape {ids.shape}")
+        ids = batch_ids(input_ids)
         B, T = ids.shape
         t_past = past_key_values.get_seq_length() if past_key_values is not None else 0
         if position_ids is None:  # as transformers: 0, 1, ... after the cached positions, whatever the padding
             position_ids = np.arange(t_past, t_past + T)[None, :]                      # (1, T)
-        pos = _ids(position_ids)
+        pos = token_ids(position_ids)
         if pos.size and int(pos.max()) >= self.config.n_positions:
             raise ValueError(f"position {int(pos.max())} is beyond the model's {self.config.n_positions} positions")
         x = self.drop(self.wte(ids) + self.wpe(pos))                                   # (B, T, C)
@@ -187,14 +179,8 @@ class GPTModel(nn.Module):
 
 def _init_weights(model: nn.Module, c: GPTConfig) -> None:
     """GPT-2's init: N(0, 0.02), and N(0, 0.02/√(2L)) for the projections into the residual stream."""
-    for name, m in model.named_modules():
-        if isinstance(m, (nn.Linear, nn.Embedding)):
-            std = c.initializer_range
-            if name.endswith("c_proj"):
-                std /= (2 * c.n_layer) ** 0.5
-            nn.init.normal_(m.weight, 0.0, std)
-        if isinstance(m, nn.Linear) and m.bias is not None:
-            nn.init.zeros_(m.bias)
+    init_normal_(model, c.initializer_range,
+                 std_of=lambda name, std: std / (2 * c.n_layer) ** 0.5 if name.endswith("c_proj") else std)
 
 
 class GPTPreTrained(PreTrainedModel):
@@ -230,7 +216,7 @@ class GPT(nn.Module, GPTPreTrained):
         logits = self.lm_head(h)                                                       # (B, T, V)
         loss = None
         if labels is not None:  # token t predicts token t + 1
-            lab = _ids(labels)[:, 1:].reshape(-1)                                      # (B·(T-1),)
+            lab = token_ids(labels)[:, 1:].reshape(-1)                                 # (B·(T-1),)
             loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), lab)
         return CausalLMOutput(loss=loss, logits=logits, past_key_values=cache if use_cache or past_key_values
                               is not None else None, last_hidden_state=h, attentions=attn)
@@ -262,14 +248,14 @@ class GPTForSequenceClassification(nn.Module, GPTPreTrained):
         if self.config.pad_token_id is not None:
             real = ids != self.config.pad_token_id
         elif attention_mask is not None:
-            real = _ids(attention_mask) != 0
+            real = token_ids(attention_mask) != 0
         else:
             return np.full(B, T - 1)
         return (np.arange(T)[None, :] * real).argmax(-1)
 
     def forward(self, input_ids, attention_mask=None, labels=None, output_attentions: bool = False
                 ) -> SequenceClassifierOutput:
-        ids = _ids(input_ids)
+        ids = token_ids(input_ids)
         h, attn = self.transformer(ids, attention_mask, None, None, output_attentions)
         logits = self.score(h)                                                         # (B, T, num_labels)
         pooled = logits[np.arange(ids.shape[0]), self.last_token_index(ids, attention_mask)]  # (B, num_labels)

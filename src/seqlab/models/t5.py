@@ -28,6 +28,7 @@ from seqlab.errors import ConfigError
 from seqlab.hub import keymap
 from seqlab.hub.config import HFConfig, activation
 from seqlab.hub.pretrained import PreTrainedModel
+from seqlab.models._common import batch_ids, token_ids
 from seqlab.models.outputs import BaseModelOutput, EncoderDecoderCache, Seq2SeqLMOutput
 
 
@@ -82,13 +83,6 @@ class T5Config(HFConfig):
     def act_name(self) -> str:
         # transformers maps "gated-gelu" to the tanh GELU ("gelu_new") for backward compatibility
         return "gelu_new" if self.feed_forward_proj == "gated-gelu" else self.feed_forward_proj.split("-")[-1]
-
-
-def _ids(x) -> np.ndarray:
-    arr = x.data if isinstance(x, Tensor) else np.asarray(x)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"token ids must be integers, got dtype {arr.dtype}")
-    return arr.astype(np.int64, copy=False)
 
 
 def relative_position_bucket(relative_position: np.ndarray, bidirectional: bool = True, num_buckets: int = 32,
@@ -267,9 +261,7 @@ class T5Stack(nn.Module):
                 encoder_attention_mask=None, cache: EncoderDecoderCache | None = None) -> BaseModelOutput:
         """attention_mask (B, T_past + T) and encoder_attention_mask (B, S): 1 = real token. Returns
         last_hidden_state (B, T, C) and attentions = (self per layer, cross per layer or None)."""
-        ids = _ids(input_ids)
-        if ids.ndim != 2:
-            raise ValueError(f"input_ids must be (batch, time), got shape {ids.shape}")
+        ids = batch_ids(input_ids)
         B, T = ids.shape
         t_past = cache.get_seq_length() if cache is not None else 0
         if self.is_decoder:  # causal: query at position t_past + i sees keys 0 .. t_past + i
@@ -277,13 +269,13 @@ class T5Stack(nn.Module):
         else:
             mask = None
         if attention_mask is not None:
-            am = _ids(attention_mask) != 0
+            am = token_ids(attention_mask) != 0
             if am.shape[1] != t_past + T:
                 raise ValueError(f"attention_mask covers {am.shape[1]} positions, expected {t_past + T}")
             mask = am[:, None, None, :] if mask is None else (mask & am[:, None, None, :])  # (B, 1, T|1, T')
         cross_mask = None
         if encoder_attention_mask is not None:
-            cross_mask = (_ids(encoder_attention_mask) != 0)[:, None, None, :]                # (B, 1, 1, S)
+            cross_mask = (token_ids(encoder_attention_mask) != 0)[:, None, None, :]           # (B, 1, 1, S)
         h = self.dropout(self.embed_tokens(ids))                                              # (B, T, C)
         position_bias, self_w, cross_w = None, [], []
         for blk in self.block:
@@ -354,7 +346,7 @@ class T5ForConditionalGeneration(nn.Module, PreTrainedModel):
 
     def shift_right(self, labels) -> np.ndarray:
         """Decoder inputs for teacher forcing: [start, y₁, …, y_{T−1}], with -100 replaced by padding."""
-        lab = _ids(labels)
+        lab = token_ids(labels)
         out = np.empty_like(lab)
         out[:, 0] = self.decoder_start_token_id
         out[:, 1:] = lab[:, :-1]
@@ -387,7 +379,7 @@ class T5ForConditionalGeneration(nn.Module, PreTrainedModel):
         logits = self.lm_head(h)                                                  # (B, T, V)
         loss = None
         if labels is not None:
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), _ids(labels).reshape(-1))
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), token_ids(labels).reshape(-1))
         enc_self = encoder_outputs.attentions[0] if encoder_outputs.attentions else None
         return Seq2SeqLMOutput(
             loss=loss, logits=logits, past_key_values=cache,

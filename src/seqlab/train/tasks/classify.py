@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from seqlab import functional as F
-from seqlab.train.tasks.base import model_output
+from seqlab.train.tasks.base import Task, model_output
 
 Encode = Callable[[Sequence[str]], list[list[int]]]
 Forward = Callable[[Any, np.ndarray, np.ndarray], Any]
@@ -107,3 +107,15 @@ class TextClassification:
             return self._logits(model, self.ids(sentences)).argmax(1).astype(np.int64)
         finally:
             model.train(was_training)
+
+    def task(self, model: Any, model_config: dict, train: Sequence[tuple[str, int]] | None = None,
+             dev: Sequence[tuple[str, int]] = (), info: dict | None = None) -> Task:
+        """The trainer's Task for `model`: `predict` always; with `train` rows [(sentence, label)] (None:
+        inference only) also batches, loss, evaluation on `dev` and their sizes, then `info`, in `task.info`."""
+        task = Task(model=model, model_config=model_config, predict=self.predict)
+        if train is not None:
+            task.batches = self.batches([s for s, _ in train], [y for _, y in train])
+            task.loss_fn = self.loss_fn
+            task.evaluate = self.evaluate([s for s, _ in dev], [y for _, y in dev])
+            task.info = {"train_examples": len(train), "dev_examples": len(dev), **(info or {})}
+        return task

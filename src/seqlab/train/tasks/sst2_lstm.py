@@ -10,31 +10,21 @@ from pathlib import Path
 
 import numpy as np
 
-from seqlab.train.config import TrainConfig
 from seqlab.train.tasks.base import Task, require
-from seqlab.train.tasks.classify import TextClassification
-from seqlab.train.tasks.text import run_tokenizer, sst2_splits
+from seqlab.train.tasks.sst2_scratch import ScratchConfig, build_scratch_task
 
 NAME = "sst2-lstm"
 DESCRIPTION = "SST-2 sentiment, bidirectional LSTM baseline"
 
 
 @dataclass
-class Config(TrainConfig):
+class Config(ScratchConfig):
     max_steps: int = 6000
-    batch_size: int = 64
     lr: float = 2e-3
     weight_decay: float = 0.01
-    schedule: str = "warmup_cosine"
     warmup_steps: int = 100
-    min_lr: float = 1e-5
     clip_grad_norm: float = 5.0
     eval_every: int = 250
-    checkpoint_every: int = 250
-    log_every: int = 10
-    metric: str = "val_acc"
-    metric_mode: str = "max"
-    max_minutes: float = 20.0
     vocab_size: int = 10000
     max_len: int = 64
     embed_dim: int = 128
@@ -73,20 +63,11 @@ def make_model(vocab_size: int, embed_dim: int, hidden_size: int, num_layers: in
 
 
 def build(config: Config, run_dir: Path | None = None, data_dir: Path | None = None, training: bool = True) -> Task:
-    require("seqlab.nn", "LSTM", NAME)
-    train, dev = sst2_splits(data_dir, config.max_train_examples, config.max_dev_examples, NAME) if training else ([], [])
-    Tokenizer = require("seqlab.data", "Tokenizer", NAME)
-    tok = run_tokenizer(run_dir, (lambda: Tokenizer.train_wordpiece([s for s, _ in train], config.vocab_size))
-                        if training else None, task=NAME)
-    model = make_model(tok.vocab_size, config.embed_dim, config.hidden_size, config.num_layers, config.dropout,
-                       tok.pad_token_id)
-    clf = TextClassification(tok.encode_batch, tok.pad_token_id, config.batch_size, config.max_len)
-    model_config = {"vocab_size": tok.vocab_size, "embed_dim": config.embed_dim, "hidden_size": config.hidden_size,
-                    "num_layers": config.num_layers, "bidirectional": True, "num_classes": 2}
-    task = Task(model=model, model_config=model_config, predict=clf.predict)
-    if training:
-        task.batches = clf.batches([s for s, _ in train], [y for _, y in train])
-        task.loss_fn = clf.loss_fn
-        task.evaluate = clf.evaluate([s for s, _ in dev], [y for _, y in dev])
-        task.info = {"train_examples": len(train), "dev_examples": len(dev), "vocab_size": tok.vocab_size}
-    return task
+    require("seqlab.nn", "LSTM", NAME)  # before any data is read
+
+    def model_and_config(tok):
+        model = make_model(tok.vocab_size, config.embed_dim, config.hidden_size, config.num_layers, config.dropout,
+                           tok.pad_token_id)
+        return model, {"vocab_size": tok.vocab_size, "embed_dim": config.embed_dim, "hidden_size": config.hidden_size,
+                       "num_layers": config.num_layers, "bidirectional": True, "num_classes": 2}
+    return build_scratch_task(config, run_dir, data_dir, training, NAME, model_and_config)

@@ -10,30 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from seqlab.train.config import TrainConfig
 from seqlab.train.tasks.base import Task, require
-from seqlab.train.tasks.classify import TextClassification
-from seqlab.train.tasks.text import run_tokenizer, sst2_splits
+from seqlab.train.tasks.sst2_scratch import ScratchConfig, build_scratch_task
 
 NAME = "sst2-transformer"
 DESCRIPTION = "SST-2 sentiment, Transformer encoder from scratch (exercise 1)"
 
 
 @dataclass
-class Config(TrainConfig):
+class Config(ScratchConfig):
     max_steps: int = 8000
-    batch_size: int = 64
     lr: float = 3e-4
     weight_decay: float = 0.1     # SST-2 overfits within minutes: regularise hard
-    schedule: str = "warmup_cosine"
     warmup_steps: int = 400
-    min_lr: float = 1e-5
     eval_every: int = 100         # the dev peak comes early; the best checkpoint keeps it
-    checkpoint_every: int = 250
-    log_every: int = 10
-    metric: str = "val_acc"
-    metric_mode: str = "max"
-    max_minutes: float = 20.0
     vocab_size: int = 10000       # WordPiece vocabulary trained on the training split
     max_len: int = 64             # tokens per sentence ([CLS] ... [SEP]); longer ones are cut
     d_model: int = 128
@@ -47,24 +37,20 @@ class Config(TrainConfig):
     max_dev_examples: int = 0
 
 
-def build(config: Config, run_dir: Path | None = None, data_dir: Path | None = None, training: bool = True) -> Task:
+def make_model(config: Config, vocab_size: int, pad_token_id: int):
+    """The TransformerClassifier that `config` describes, over a vocabulary of `vocab_size` ids."""
     TransformerClassifier = require("seqlab.models.classifier", "TransformerClassifier", NAME)
     ClassifierConfig = require("seqlab.models.classifier", "ClassifierConfig", NAME)
-    train, dev = sst2_splits(data_dir, config.max_train_examples, config.max_dev_examples, NAME) if training else ([], [])
-    Tokenizer = require("seqlab.data", "Tokenizer", NAME)
-    tok = run_tokenizer(run_dir, (lambda: Tokenizer.train_wordpiece([s for s, _ in train], config.vocab_size))
-                        if training else None, task=NAME)
-    model = TransformerClassifier(ClassifierConfig(
-        vocab_size=tok.vocab_size, num_labels=2, d_model=config.d_model, nhead=config.nhead,
+    return TransformerClassifier(ClassifierConfig(
+        vocab_size=vocab_size, num_labels=2, d_model=config.d_model, nhead=config.nhead,
         num_layers=config.num_layers, dim_feedforward=config.dim_feedforward, dropout=config.dropout,
-        max_len=config.max_len, positional=config.positional, pooling=config.pooling,
-        pad_token_id=tok.pad_token_id))
-    clf = TextClassification(tok.encode_batch, tok.pad_token_id, config.batch_size, config.max_len)
-    model_config = {**model.config.to_dict(), "num_classes": 2}
-    task = Task(model=model, model_config=model_config, predict=clf.predict)
-    if training:
-        task.batches = clf.batches([s for s, _ in train], [y for _, y in train])
-        task.loss_fn = clf.loss_fn
-        task.evaluate = clf.evaluate([s for s, _ in dev], [y for _, y in dev])
-        task.info = {"train_examples": len(train), "dev_examples": len(dev), "vocab_size": tok.vocab_size}
-    return task
+        max_len=config.max_len, positional=config.positional, pooling=config.pooling, pad_token_id=pad_token_id))
+
+
+def build(config: Config, run_dir: Path | None = None, data_dir: Path | None = None, training: bool = True) -> Task:
+    require("seqlab.models.classifier", "TransformerClassifier", NAME)  # before any data is read
+
+    def model_and_config(tok):
+        model = make_model(config, tok.vocab_size, tok.pad_token_id)
+        return model, {**model.config.to_dict(), "num_classes": 2}
+    return build_scratch_task(config, run_dir, data_dir, training, NAME, model_and_config)

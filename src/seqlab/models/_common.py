@@ -1,0 +1,40 @@
+"""Helpers the pretrained-style models (BERT, GPT-2, T5) share: token-id checks and transformers' normal init."""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from seqlab import nn
+from seqlab.autograd.tensor import Tensor
+
+
+def token_ids(x) -> np.ndarray:
+    """Integer ids (a Tensor or array-like) as an int64 array; TypeError for any other dtype."""
+    arr = x.data if isinstance(x, Tensor) else np.asarray(x)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"token ids must be integers, got dtype {arr.dtype}")
+    return arr.astype(np.int64, copy=False)
+
+
+def batch_ids(input_ids) -> np.ndarray:
+    """`token_ids` of a (batch, time) input; ValueError for any other rank."""
+    ids = token_ids(input_ids)
+    if ids.ndim != 2:
+        raise ValueError(f"input_ids must be (batch, time), got shape {ids.shape}")
+    return ids
+
+
+def init_normal_(model: nn.Module, std: float, std_of: Callable[[str, float], float] | None = None) -> None:
+    """transformers' init: N(0, std) for Linear and Embedding weights, zero biases, zero padding rows.
+
+    `std_of(name, std)` gives a module its own std (GPT-2 scales the residual projections).
+    LayerNorms keep their (1, 0) from construction.
+    """
+    for name, m in model.named_modules():
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, 0.0, std_of(name, std) if std_of is not None else std)
+            if isinstance(m, nn.Embedding) and m.padding_idx is not None:
+                m.weight.data[m.padding_idx] = 0
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
