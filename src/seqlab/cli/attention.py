@@ -275,12 +275,12 @@ def _make_folder(out: Path) -> None:
 
 
 def _alignment_table(weights: Any, src: list[str], tgt: list[str]) -> str:
-    """For each decoder step: the source token it attends to most, and that weight."""
+    """Per decoder step, labelled by the token it predicts: the most attended source token and its weight."""
     import numpy as np
 
     w = np.asarray(weights, dtype=np.float64)  # (T_tgt, T_src)
     width = max(len(t) for t in tgt)
-    lines = ["decoder input".ljust(width) + "  most attended source token (weight)"]
+    lines = ["predicted token".ljust(width) + "  most attended source token (weight)"]
     for t, row in zip(tgt, w):
         j = int(row.argmax())
         lines.append(f"{t.ljust(width)}  {src[j]} ({row[j]:.3f})")

@@ -19,7 +19,7 @@ padding), with ``output_attentions=True``:
 | TransformerModel, any encoder            |                              |                                       |
 | GPT-2 (``"gpt2"``)                       | causal self (L, H, T, T)     | the text's tokens                     |
 | T5 (``"t5"``), Translator                | encoder, decoder, cross      | source; decoder input (start + target)|
-| Seq2Seq (RNN + additive attention)       | cross (1, 1, T_tgt, T_src)   | source; decoder input                 |
+| Seq2Seq (RNN + additive attention)       | cross (1, 1, T_tgt, T_src)   | source; predicted target + </s>       |
 
 For encoder-decoder models without a ``target``, the target is the model's
 own greedy output. The library layer imports the models lazily (only this
@@ -318,7 +318,9 @@ def _run_seq2seq(model: Any, tokenizer: Any, text: str, text_pair: str | None, t
     """RNN encoder-decoder with attention: its (T_tgt, T_src) weights as a one-layer, one-head cross stack.
 
     Ids as in models/seq2seq.py: source = text </s>; decoder input = <s> target.
-    Query t is the decoder step that reads target token t-1 and predicts token t.
+    Query t is the decoder step that reads target token t-1 and predicts token t, so the rows are
+    labelled by the token each step predicts (the target, then </s>): the alignment reads as
+    "to write this word, the decoder looked there".
     """
     c = model.config
     if getattr(c, "attention", None) == "none":
@@ -336,4 +338,4 @@ def _run_seq2seq(model: Any, tokenizer: Any, text: str, text_pair: str | None, t
         raise VizError(f"{type(model).__name__} returned no attention weights")
     alignment = _numpy(weights)[0]  # (T_tgt, T_src)
     return ModelAttention({"cross": [alignment[None]]}, _tokens(tokenizer, src),  # one layer of (1, T, S)
-                          target_tokens=_tokens(tokenizer, dec))
+                          target_tokens=_tokens(tokenizer, tgt + [c.eos_id]))     # what each step predicts
