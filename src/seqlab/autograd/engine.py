@@ -10,6 +10,9 @@ Gradients reaching one tensor from several uses are summed into one buffer.
 A buffer the engine allocated itself ("owned") is added to in place; an
 array that came from an op's backward may be shared (Add hands the same
 array to both inputs), so it is copied before the first in-place add.
+
+The first backward of a process also asks malloc to keep freed memory for
+the next step instead of returning it to the OS (see `memory.py`).
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import sys
 import numpy as np
 
 from seqlab.autograd.function import IndexGrad, unbroadcast
+from seqlab.autograd.memory import retain_freed_memory_once
 
 
 class _Freed:
@@ -101,6 +105,7 @@ def _accumulate(grads: dict, owned: set, key: int, pg, dtype, exclusive: bool = 
 
 
 def run_backward(root, grad, retain_graph: bool = False) -> None:
+    retain_freed_memory_once()
     order = topological_order(root)
     grads = {id(root): grad}
     owned: set[int] = set()  # keys whose buffer the engine allocated (safe to add to in place)

@@ -15,6 +15,8 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
         return 0.0
     if norm_type == math.inf:
         total = max(float(xp_of(g).abs(g).max()) for g in grads)
+    elif norm_type == 2.0:  # Σ g·g as one BLAS dot per gradient: no temporaries
+        total = math.sqrt(sum(float(xp_of(g).vdot(g.ravel(), g.ravel())) for g in grads))
     else:
         total = sum(float((xp_of(g).abs(g) ** norm_type).sum()) for g in grads) ** (1.0 / norm_type)
     if error_if_nonfinite and not math.isfinite(total):

@@ -100,6 +100,31 @@ def normal_cdf(x):
     return 0.5 * (1 + erf(x / _SQRT_2))
 
 
+def run_blocked(kernel, arrays: list, n_scratch: int = 0, block: int = _BLOCK) -> None:
+    """kernel(*blocks, *scratch) on consecutive 1-D blocks of the flattened `arrays`.
+
+    All `arrays` have the same size and are C-contiguous (outputs are written
+    through the block views); `scratch` are block-sized temporaries allocated
+    once. A NumPy ufunc pass over a block that stays in cache costs ~60% of a
+    pass over a whole large array, and a kernel makes 7-9 passes. On CuPy the
+    whole array is one block.
+    """
+    assert all(a.flags.c_contiguous for a in arrays), "run_blocked writes through views: C-contiguous only"
+    flat = [a.reshape(-1) for a in arrays]
+    n = flat[0].size
+    xp = xp_of(flat[0])
+    size = max(1, min(block, n) if xp is np else n)
+    scratch = xp.empty((n_scratch, size), dtype=flat[0].dtype)
+    for start in range(0, n, size):
+        stop = min(start + size, n)
+        kernel(*(f[start:stop] for f in flat), *(b[:stop - start] for b in scratch))
+
+
+def _c_order(a):
+    """`a` itself when C-contiguous, else a C-ordered copy (ascontiguousarray would make 0-d arrays 1-d)."""
+    return a if a.flags.c_contiguous else a.copy(order="C")
+
+
 def normal_cdf_float32(x: np.ndarray, gelu_out: np.ndarray | None = None, keep_cdf: bool = True):
     """Φ(x) in float32, ~5x faster than SciPy's float32 erf; absolute error < 1.2e-7.
 
@@ -109,98 +134,130 @@ def normal_cdf_float32(x: np.ndarray, gelu_out: np.ndarray | None = None, keep_c
     what erf would, instead of ~30 passes for an erfc fit (exp, reciprocal,
     a sign select). Far in the negative tail the error is absolute, not
     relative (Φ(−5) ≈ 2.9e-7 comes out within 3e-8), as in torch's float32
-    GELU. Computed in blocks that stay in cache, in place. With `gelu_out`
-    (a C-contiguous float32 array shaped like x), also writes GELU(x) = x·Φ(x)
-    there, block by block while the block is in cache; with `keep_cdf=False`
-    too, Φ only passes through one block-sized buffer and None is returned.
+    GELU. Computed in blocks that stay in cache, in place (`run_blocked`).
+    With `gelu_out` (a C-contiguous float32 array shaped like x), also writes
+    GELU(x) = x·Φ(x) there, block by block while the block is in cache; with
+    `keep_cdf=False` too, Φ only passes through one block-sized buffer and
+    None is returned.
     """
-    f = np.float32
-    fx = x.reshape(-1)
-    fg = gelu_out.reshape(-1) if gelu_out is not None else None
-    if fg is not None and not keep_cdf:
-        out, fo = None, np.empty(min(_BLOCK, fx.size), dtype=x.dtype)  # one block, reused
-    else:
-        out = np.empty(x.shape, dtype=x.dtype)  # C order, so reshape(-1) is a view (empty_like keeps strides)
-        fo = out.reshape(-1)
-    cbuf, sbuf = np.empty((2, min(_BLOCK, fx.size)), dtype=x.dtype)  # block temporaries, allocated once
-    for start in range(0, fx.size, _BLOCK):
-        xb = fx[start:start + _BLOCK]
-        ob = fo[start:start + _BLOCK] if out is not None else fo[:xb.size]
-        c = np.clip(xb, f(-_TANH_CLIP), f(_TANH_CLIP), out=cbuf[:xb.size])
-        sq = np.multiply(c, c, out=sbuf[:xb.size])  # s = x²
-        np.multiply(sq, f(_TANH_CDF[7]), out=ob)
-        for a in _TANH_CDF[6:0:-1]:             # Horner
-            ob += f(a)
-            ob *= sq
-        ob += f(_TANH_CDF[0])                   # P(x²)
-        ob *= c
-        np.tanh(ob, out=ob)
-        ob *= f(0.5)
-        ob += f(0.5)                            # ½(1 + tanh(x·P(x²)))
-        if fg is not None:
-            np.multiply(xb, ob, out=fg[start:start + _BLOCK])  # x·Φ(x)
+    x = _c_order(x)
+    if gelu_out is None:
+        out = np.empty(x.shape, dtype=x.dtype)
+        run_blocked(_normal_cdf_block, [x, out], n_scratch=2)
+        return out
+    if not keep_cdf:
+        run_blocked(_gelu_erf_forward_block, [x, gelu_out], n_scratch=3)  # Φ in a scratch block
+        return None
+    out = np.empty(x.shape, dtype=x.dtype)
+    run_blocked(_gelu_erf_forward_block, [x, gelu_out, out], n_scratch=2)
     return out
+
+
+def _normal_cdf_block(x, cdf, c, s):
+    """cdf = ½(1 + tanh(c·P(c²))), c = x clipped to ±6.5 (P: `_TANH_CDF`, Horner);  c, s: scratch."""
+    f = np.float32
+    np.clip(x, f(-_TANH_CLIP), f(_TANH_CLIP), out=c)
+    np.multiply(c, c, out=s)                # s = x²
+    np.multiply(s, f(_TANH_CDF[7]), out=cdf)
+    for a in _TANH_CDF[6:0:-1]:             # Horner
+        cdf += f(a)
+        cdf *= s
+    cdf += f(_TANH_CDF[0])                  # P(x²)
+    cdf *= c
+    np.tanh(cdf, out=cdf)
+    cdf *= f(0.5)
+    cdf += f(0.5)                           # ½(1 + tanh(x·P(x²)))
+
+
+def _gelu_erf_forward_block(x, gelu, cdf, c, s):
+    """cdf = Φ(x) (`_normal_cdf_block`), gelu = x·Φ(x)."""
+    _normal_cdf_block(x, cdf, c, s)
+    np.multiply(x, cdf, out=gelu)
+
+
+def _gelu_tanh_forward_block(x, out, h):
+    """h = ½(1 + tanh u) = 1/(1 + e^(−2u)), u = √(2/π)(x + 0.044715x³);  out = x·h.  (8 passes, in place.)
+
+    The logistic form has the same number of passes as ½(1 + tanh u) and keeps
+    h accurate relative to itself where it is tiny (x ≪ 0), instead of a
+    difference of numbers near ±1; e^(−2u) overflowing to inf gives h = 0.
+    """
+    f, xp = x.dtype.type, xp_of(x)
+    xp.multiply(x, x, out=h)
+    h *= f(-2 * 0.044715 * _SQRT_2_OVER_PI)
+    h += f(-2 * _SQRT_2_OVER_PI)
+    h *= x                                   # −2u = −2x·√(2/π)(1 + 0.044715x²)
+    xp.exp(h, out=h)
+    h += f(1)
+    xp.reciprocal(h, out=h)                  # h = 1/(1 + e^(−2u))
+    xp.multiply(x, h, out=out)
+
+
+def _gelu_tanh_backward_block(x, h, grad, out, tmp):
+    """d/dx x·h = h + x·h', with h' = ½(1 − t²)·u' = 2h(1 − h)·u' (1 ± t = 2h, 2(1 − h)) and
+    u' = √(2/π)(1 + 3·0.044715x²):  dx = g · h · (1 + 2x·u'·(1 − h)).  (9 passes, in place.)"""
+    f, xp = x.dtype.type, xp_of(x)
+    xp.multiply(x, x, out=out)
+    out *= f(6 * 0.044715 * _SQRT_2_OVER_PI)
+    out += f(2 * _SQRT_2_OVER_PI)
+    out *= x                                 # 2x·u'
+    xp.subtract(f(1), h, out=tmp)
+    out *= tmp
+    out += f(1)
+    out *= h
+    out *= grad
+
+
+def _gelu_erf_backward_block(x, cdf, grad, out):
+    """d/dx x·Φ(x) = Φ(x) + x·φ(x), φ(x) = e^(−x²/2)/√(2π).  (7 passes, in place.)"""
+    f, xp = x.dtype.type, xp_of(x)
+    xp.multiply(x, x, out=out)
+    out *= f(-0.5)
+    xp.exp(out, out=out)
+    out *= f(_INV_SQRT_2PI)                  # φ(x)
+    out *= x
+    out += cdf
+    out *= grad
 
 
 class GELU(Function):
     """GELU(x) = x Φ(x); approximate='tanh' uses 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))).
 
-    d/dx x Φ(x) = Φ(x) + x φ(x), φ(x) = e^(−x²/2)/√(2π).
+    d/dx x Φ(x) = Φ(x) + x φ(x), φ(x) = e^(−x²/2)/√(2π). Forward and backward
+    run block by block (`run_blocked`); the kernels above hold the formulas.
+    Backward keeps x and Φ(x) (exact) or h = ½(1 + tanh u) (tanh form); nothing under no_grad.
     """
 
     def forward(self, a, approximate="none"):
         xp = xp_of(a)
+        a = _c_order(a)
         self.approximate = approximate
         self.save_for_backward(a)
+        keep = any(self.needs_input_grad)    # Φ or h is kept only if a backward will read it
+        out = xp.empty(a.shape, dtype=a.dtype)
         if approximate == "tanh":
-            f = a.dtype.type
-            t = xp.multiply(a, a, out=xp.empty_like(a))  # in place: t = tanh(√(2/π)(a + 0.044715a³))
-            t *= f(0.044715)
-            t += f(1)
-            t *= a
-            t *= f(_SQRT_2_OVER_PI)
-            xp.tanh(t, out=t)
-            self.t = t
-            out = t + f(1)
-            out *= a
-            out *= f(0.5)
+            self.h = xp.empty(a.shape, dtype=a.dtype) if keep else None
+            arrays = [a, out, self.h] if keep else [a, out]  # without h: a block-sized scratch for it
+            with np.errstate(over="ignore"):  # e^(−2u) = inf far left of 0: h = 0, as it should be
+                run_blocked(_gelu_tanh_forward_block, arrays, n_scratch=3 - len(arrays))
             return out
         if a.dtype == np.float32 and xp is np:  # the blocked float32 kernel (plain formula below)
-            out = np.empty(a.shape, dtype=a.dtype)
-            # Φ is kept only if a backward will read it (not under no_grad / for inference)
-            self.cdf = normal_cdf_float32(a, gelu_out=out, keep_cdf=any(self.needs_input_grad))
+            self.cdf = normal_cdf_float32(a, gelu_out=out, keep_cdf=keep)
             return out
-        cdf = normal_cdf(a)
-        self.cdf = cdf
-        return a * cdf
+        self.cdf = normal_cdf(a)
+        xp.multiply(a, self.cdf, out=out)
+        return out
 
     def backward(self, grad):
         (x,) = self.saved
         xp = xp_of(x)
+        grad = _c_order(grad)
+        out = xp.empty(x.shape, dtype=x.dtype)
         if self.approximate == "tanh":
-            # d/dx = ½(1 + t) + ½x(1 − t²)·√(2/π)(1 + 3·0.044715x²), in place in two temporaries
-            t, f = self.t, x.dtype.type
-            d = xp.multiply(x, x, out=xp.empty_like(x))
-            d *= f(3 * 0.044715 * _SQRT_2_OVER_PI)
-            d += f(_SQRT_2_OVER_PI)                # √(2/π)(1 + 3·0.044715x²)
-            s = xp.multiply(t, t, out=xp.empty_like(t))
-            xp.subtract(f(1), s, out=s)
-            s *= x
-            s *= d
-            s *= f(0.5)
-            xp.multiply(t, f(0.5), out=d)
-            d += f(0.5)
-            s += d
-            s *= grad
-            return (s,)
-        d = xp.multiply(x, x, out=xp.empty_like(x))  # in place from here: one temporary
-        d *= x.dtype.type(-0.5)
-        xp.exp(d, out=d)
-        d *= x.dtype.type(_INV_SQRT_2PI)   # φ(x)
-        d *= x
-        d += self.cdf                      # Φ(x) + x φ(x)
-        d *= grad
-        return (d,)
+            run_blocked(_gelu_tanh_backward_block, [x, self.h, grad, out], n_scratch=1)
+        else:
+            run_blocked(_gelu_erf_backward_block, [x, self.cdf, grad, out])
+        return (out,)
 
 
 class SiLU(Function):
