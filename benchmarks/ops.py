@@ -109,11 +109,11 @@ NOTES = """How to read it: a ratio below 1 means seqlab is faster. The machine t
 shared (its load average is printed with each table), so single figures move by up to 2x between
 runs; the ratio of the alternating medians is the figure to compare. Where seqlab is slower the op
 is a chain of element-wise steps that PyTorch fuses into one loop, while NumPy makes one pass over
-memory per step (softmax, layer_norm, exact-erf GELU, whose Φ costs ~25 NumPy passes). What
+memory per step (softmax, layer_norm, exact-erf GELU, whose Φ costs ~20 NumPy passes). What
 seqlab already does about it, each held to the plain version by a test: batched @ 2-D matrices go
 through one 2-D GEMM (NumPy's stacked matmul misses BLAS there, 30x slower); the embedding
 gradient is a sparse one-hot product instead of `np.add.at` (15x); float32 Φ uses a
-Numerical Recipes erfc fit instead of SciPy (2x); row sums go through einsum, not BLAS gemv
+fitted tanh form ½(1 + tanh(x·P(x²))) instead of SciPy's erf (about 5x); row sums go through einsum, not BLAS gemv
 (which waits on busy BLAS threads: 16 ms instead of 0.05 ms here); softmax, attention, GELU and
 layer norm work in place in one or two temporaries; the autograd engine adds gradients into
 buffers it owns and skips defensive copies of fresh arrays."""

@@ -400,7 +400,7 @@ def next_commands(results: dict[str, Any], out: str | Path, data_dir: str | Path
         run = sent["run_dir"]
         cmds += [f"seqlab info {run}",
                  f'seqlab attention "a gripping , beautifully acted film ." --model {run} --out {out / "sst2-attention"}',
-                 f"seqlab train sst2-transformer{data} --out runs/sst2   # exercise 1 in full: 20 minutes"]
+                 f"seqlab train sst2-transformer{data} --out runs/sst2   # exercise 1 in full: about 5 minutes"]
     elif sent:
         cmds.append("seqlab train sst2-transformer --data-dir DIR --out runs/sst2   # DIR holding sst2/train.tsv, "
                     "sst2/dev.tsv")

@@ -112,6 +112,38 @@ def test_classifier_ignores_padding(kind, rng):
     assert np.all(w[1, :, :, 5:] == 0)  # no attention on padding
 
 
+@pytest.mark.parametrize("pooling", ["mean", "max", "first"])
+def test_classifier_pooling_matches_torch_over_real_tokens(pooling, rng):
+    """logits = classifier(pool(features)); the pooled vector and its gradient against torch, padding ignored."""
+    seqlab.manual_seed(0)
+    model = TransformerClassifier(ClassifierConfig(vocab_size=30, d_model=8, nhead=2, num_layers=1,
+                                                   dim_feedforward=16, dropout=0.0, pooling=pooling)).double()
+    ids = rng.integers(1, 30, size=(3, 6))
+    mask = np.ones((3, 6), dtype=np.int64)
+    mask[1, 4:] = 0
+    mask[2, 1:] = 0
+    out = model(ids, mask, labels=np.array([0, 1, 1]))
+    out.loss.backward()
+    with seqlab.no_grad():
+        h = torch.tensor(model.features(ids, mask).numpy(), requires_grad=True)  # (B, T, d)
+    real = torch.tensor(mask, dtype=torch.bool)[:, :, None]
+    if pooling == "mean":
+        pooled = (h * real).sum(1) / real.sum(1)
+    elif pooling == "max":
+        pooled = h.masked_fill(~real, float("-inf")).amax(1)
+    else:
+        pooled = h[:, 0]
+    w = torch.tensor(model.classifier.weight.numpy(), requires_grad=True)
+    b = torch.tensor(model.classifier.bias.numpy(), requires_grad=True)
+    logits = pooled @ w.T + b
+    loss = torch.nn.functional.cross_entropy(logits, torch.tensor([0, 1, 1]))
+    loss.backward()
+    np.testing.assert_allclose(out.logits.numpy(), logits.detach().numpy(), atol=1e-12)
+    np.testing.assert_allclose(model.classifier.weight.grad, w.grad.numpy(), atol=1e-12)
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        ClassifierConfig(vocab_size=10, pooling="sum")
+
+
 def test_classifier_learns_and_reports_loss(rng):
     seqlab.manual_seed(0)
     model = TransformerClassifier(ClassifierConfig(vocab_size=10, d_model=16, nhead=2, num_layers=1,

@@ -28,6 +28,9 @@ from seqlab.nn.transformer import TransformerEncoder, TransformerEncoderLayer
 from seqlab.models.outputs import SequenceClassifierOutput
 
 
+POOLINGS = ("mean", "max", "first")
+
+
 @dataclass
 class ClassifierConfig:
     vocab_size: int
@@ -42,7 +45,7 @@ class ClassifierConfig:
     norm_first: bool = True      # Pre-LN trains more stably from scratch; False = the paper's Post-LN
     activation: str = "gelu"
     pad_token_id: int = 0
-    pooling: str = "mean"        # 'mean' over real tokens, or 'first' (the [CLS] position)
+    pooling: str = "mean"        # 'mean' or 'max' over real tokens, or 'first' (the [CLS] position)
 
     def __post_init__(self) -> None:
         if self.vocab_size < 1 or self.num_labels < 1:
@@ -51,8 +54,8 @@ class ClassifierConfig:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by nhead ({self.nhead})")
         if self.positional not in POSITIONAL_KINDS:
             raise ValueError(f"positional must be one of {', '.join(POSITIONAL_KINDS)}, got {self.positional!r}")
-        if self.pooling not in ("mean", "first"):
-            raise ValueError(f"pooling must be 'mean' or 'first', got {self.pooling!r}")
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {self.pooling!r}")
         if not 0 <= self.pad_token_id < self.vocab_size:
             raise ValueError(f"pad_token_id {self.pad_token_id} is outside the vocabulary (size {self.vocab_size})")
 
@@ -111,6 +114,9 @@ class TransformerClassifier(Module):
         mask = _real_tokens(attention_mask, h.shape[:2])
         if self.config.pooling == "first":
             pooled = h[:, 0]  # (B, d) the [CLS] position
+        elif self.config.pooling == "max":  # max over time, per feature, of the real tokens (Kim's CNN)
+            pooled = h if mask is None else h.masked_fill(~mask[:, :, None], -np.inf)
+            pooled = pooled.amax(dim=1)  # (B, d)
         elif mask is None:
             pooled = h.mean(dim=1)  # (B, d)
         else:

@@ -1,8 +1,8 @@
 """sst2-transformer: the chapter's exercise 1, a Transformer encoder classifier trained from scratch on SST-2.
 
 WordPiece vocabulary trained on the training split (HF tokenizers), then
-seqlab.models.classifier.TransformerClassifier: embeddings · √d + sinusoidal
-positions -> Pre-LN encoder -> mean over real tokens -> linear.
+seqlab.models.classifier.TransformerClassifier: embeddings · √d (RoPE positions
+inside attention by default) -> Pre-LN encoder -> max over real tokens -> linear.
 Reference target: dev accuracy >= 0.82 within 20 minutes on 2 cores.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ DESCRIPTION = "SST-2 sentiment, Transformer encoder from scratch (exercise 1)"
 
 @dataclass
 class Config(ScratchConfig):
-    max_steps: int = 8000
+    max_steps: int = 3000         # the cosine ends near the dev peak (mean-pooled: 0.820 over 4 seeds; 0.817 at 8,000)
     lr: float = 3e-4
     weight_decay: float = 0.1     # SST-2 overfits within minutes: regularise hard
     warmup_steps: int = 400
@@ -32,7 +32,7 @@ class Config(ScratchConfig):
     dim_feedforward: int = 512
     dropout: float = 0.3
     positional: str = "rope"      # 0.822 dev vs 0.815 with sinusoidal (docs/results.md)
-    pooling: str = "mean"
+    pooling: str = "max"          # max over real tokens: 0.826 on 3 seeds vs 0.820 mean-pooled (docs/results.md)
     max_train_examples: int = 0   # 0 = all 67,349 rows (smaller for quick runs)
     max_dev_examples: int = 0
 
