@@ -72,6 +72,7 @@ def test_long_range_quick_cli(tmp_path):
     budgets = [res["sizes"][k] for k in ("rnn", "lstm", "gru")]
     assert budgets[0] > budgets[2] > budgets[1]                   # equal budget: fewer gates, more units
     assert (tmp_path / "long_range_accuracy.png").stat().st_size > 0
+    assert (tmp_path / "long_range_throughput.png").stat().st_size > 0
 
 
 @pytest.mark.skipif(not (DATA / "multi30k" / "train.de").is_file(), reason="Multi30k not found (set SEQLAB_DATA)")

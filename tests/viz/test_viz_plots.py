@@ -1,8 +1,8 @@
-"""line_plot and training_curves write readable PNGs and reject bad series."""
+"""line_plot, bar_plot and training_curves write readable PNGs and reject bad series."""
 import pytest
 from matplotlib.image import imread
 
-from seqlab.viz import line_plot, training_curves
+from seqlab.viz import bar_plot, line_plot, training_curves
 
 
 def test_line_plot(tmp_path):
@@ -18,6 +18,17 @@ def test_line_plot_errors(tmp_path):
         line_plot({"a": ([1, 2], [1, 0])}, tmp_path / "x.png", "", "", "", logy=True)
     with pytest.raises(ValueError, match="at least one series"):
         line_plot({}, tmp_path / "x.png", "", "", "")
+
+
+def test_bar_plot(tmp_path):
+    path = bar_plot({"rnn": 452138.0, "lstm": 196749.0, "transformer": 0.0}, tmp_path / "bars.png", "speed", "tokens / s")
+    img = imread(path)
+    assert img.shape[:2] == (400, 500)
+    assert img[..., :3].std() > 0.05  # something was drawn
+    with pytest.raises(ValueError, match="finite values >= 0"):
+        bar_plot({"a": -1.0}, tmp_path / "x.png")
+    with pytest.raises(ValueError, match="at least one value"):
+        bar_plot({}, tmp_path / "x.png")
 
 
 def test_training_curves(tmp_path):

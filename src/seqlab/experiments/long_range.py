@@ -133,7 +133,7 @@ def throughput(kind: str, hidden: int, length: int = 100, batch: int = 32, steps
 
 def run(out_dir: Path, args) -> dict:
     from seqlab.experiments.gradient_flow import _table
-    from seqlab.viz import line_plot
+    from seqlab.viz import bar_plot, line_plot
 
     opts = dict(getattr(args, "options", None) or {})
     quick = bool(getattr(args, "quick", False))
@@ -153,6 +153,8 @@ def run(out_dir: Path, args) -> dict:
     line_plot({kind: (ks, [results[kind][k]["accuracy"] for k in ks]) for kind in kinds},
               out_dir / "long_range_accuracy.png", f"copy-first-token, {steps} Adam steps, ~{budget} body params",
               "distance k", "accuracy (chance = 1/8)")
+    bar_plot(speed, out_dir / "long_range_throughput.png",
+             f"training throughput, ~{budget} body params", "tokens / s (T = 100, batch 32)")
     table = _table(["model", "hidden", "body params"] + [f"k={k}" for k in ks],
                    [[kind, sizes[kind], body_params(kind, sizes[kind])] + [results[kind][k]["accuracy"] for k in ks]
                     for kind in kinds])
@@ -166,5 +168,5 @@ def run(out_dir: Path, args) -> dict:
         f"{1 / VOCAB:.3f}); every body has ~{budget} parameters; {steps} Adam steps (lr 3e-3, batch 32); "
         f"accuracy on 512 fresh sequences. \"+gate-bias\": LSTM forget / GRU update gate bias +1 (else torch's "
         f"init, gates ≈ ½). Plot: `long_range_accuracy.png`.\n\n{table}\n\n"
-        f"## Training throughput at equal size\n\n{speed_table}\n\n{note}\n")
+        f"## Training throughput at equal size\n\nPlot: `long_range_throughput.png`.\n\n{speed_table}\n\n{note}\n")
     return {"table": table + "\n\n" + speed_table + (f"\n\n{note}" if note else ""), **payload}

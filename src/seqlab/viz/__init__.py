@@ -7,16 +7,16 @@ nothing of autograd. Attention of ONE example is a list over layers of
 - `attention_html`: interactive, offline HTML viewer (head view, model view).
 - `attention_grid`, `alignment_plot`: PNG heatmaps (layers x heads; Seq2Seq).
 - `head_stats`, `write_heads_csv`, `format_heads_table`: what each head does.
-- `line_plot`, `training_curves`: general figures.
+- `line_plot`, `bar_plot`, `training_curves`: general figures.
 """
 from seqlab.viz._inputs import VizError
 from seqlab.viz.attention import AttentionView, attention_html
 from seqlab.viz.extract import ModelAttention, attention_kind, extract_attention  # noqa: F401  (models -> viewer)
 from seqlab.viz.grid import alignment_plot, attention_grid
 from seqlab.viz.heads import format_heads_table, head_stats, write_heads_csv
-from seqlab.viz.plots import line_plot, training_curves
+from seqlab.viz.plots import bar_plot, line_plot, training_curves
 
 __all__ = [
     "AttentionView", "VizError", "alignment_plot", "attention_grid", "attention_html",
-    "format_heads_table", "head_stats", "line_plot", "training_curves", "write_heads_csv",
+    "bar_plot", "format_heads_table", "head_stats", "line_plot", "training_curves", "write_heads_csv",
 ]

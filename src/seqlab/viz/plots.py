@@ -69,6 +69,25 @@ def line_plot(series: Mapping[str, tuple[Any, Any]], path: str | Path, title: st
     return _save(fig, path)
 
 
+def bar_plot(values: Mapping[str, float], path: str | Path, title: str = "", ylabel: str = "",
+             fmt: str = "{:,.0f}") -> Path:
+    """One labelled bar per name -> value (finite, >= 0), each with its value printed on top; write a PNG."""
+    if not values:
+        raise VizError("bar_plot needs at least one value, got none")
+    names = [str(k) for k in values]
+    ys = np.asarray(list(values.values()), dtype=np.float64)
+    if not np.all(np.isfinite(ys)) or np.any(ys < 0):
+        raise VizError(f"bar_plot needs finite values >= 0, got {dict(zip(names, ys.tolist()))}")
+    fig = _figure(max(5.0, 1.1 * len(names) + 1.5), 4.0)
+    ax = fig.add_subplot()
+    bars = ax.bar(names, ys, color="#4C72B0")
+    ax.bar_label(bars, labels=[fmt.format(y) for y in ys], padding=2, fontsize=9)
+    ax.set(title=title, ylabel=ylabel)
+    ax.set_ylim(0, ys.max() * 1.15 if ys.max() > 0 else 1)
+    ax.grid(True, axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
 def _series_name(row: Mapping[str, Any], key: str) -> str:
     split = row.get("split", row.get("phase"))
     if isinstance(split, str) and not key.startswith(split):
