@@ -40,3 +40,22 @@ def test_unknown_pooling_is_a_config_error():
     mod = get_task("sst2-bert")
     with pytest.raises(ConfigError, match="pooling"):
         mod.build(mod.Config(pooling="max"), training=False)
+
+
+def test_frozen_word_embeddings_get_no_gradient_and_no_update():
+    from seqlab.train.config import make_optimizer
+
+    mod = get_task("sst2-bert")
+    config = mod.Config(freeze_word_embeddings=True, lr=1e-3)
+    task = mod.build(config, training=False)
+    model = task.model
+    emb = model.bert.embeddings
+    before_words, before_pos = emb.word_embeddings.weight.numpy().copy(), emb.position_embeddings.weight.numpy().copy()
+    opt = make_optimizer(config)(model)
+    ids = np.array([[101, 2023, 3185, 2001, 2307, 102]])
+    logits = task.predict.__self__.forward(model, ids, np.ones_like(ids))
+    (logits * logits).sum().backward()
+    assert emb.word_embeddings.weight.grad is None and emb.position_embeddings.weight.grad is not None
+    opt.step()
+    np.testing.assert_array_equal(emb.word_embeddings.weight.numpy(), before_words)
+    assert not np.array_equal(emb.position_embeddings.weight.numpy(), before_pos)

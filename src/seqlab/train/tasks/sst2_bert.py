@@ -40,6 +40,7 @@ class Config(TrainConfig):
     pretrained: str = "minilm"    # a known name or an HF BERT folder
     max_len: int = 66             # [CLS] + 64 word pieces + [SEP]
     pooling: str = "mean"         # 'mean' over real tokens, or 'cls' (HF's pooler on [CLS])
+    freeze_word_embeddings: bool = False  # keep the 30,522 x 384 pretrained word vectors as they are
     max_train_examples: int = 0
     max_dev_examples: int = 0
 
@@ -50,6 +51,8 @@ def build(config: Config, run_dir: Path | None = None, data_dir: Path | None = N
     if config.pooling not in ("mean", "cls"):
         raise ConfigError(f"pooling must be 'mean' or 'cls', got {config.pooling!r}")
     model = Bert.from_pretrained(config.pretrained, num_labels=2)
+    if config.freeze_word_embeddings:  # half the parameters; no gradient, no optimizer update
+        model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
     tok = Tokenizer.from_pretrained(config.pretrained)
     sep = tok.convert_tokens_to_ids("[SEP]")
 
