@@ -103,3 +103,20 @@ def set_default_dtype(dtype) -> None:
     if dtype not in (np.float32, np.float64):
         raise ValueError(f"default dtype must be float32 or float64, got {np.dtype(dtype).name}")
     _DEFAULT_DTYPE = dtype
+
+
+CACHE_BLOCK = 1 << 16  # elements: a few float32 arrays of this size (256 KiB each) stay in L2 together
+
+
+def flat_blocks(arrays: list, block: int = CACHE_BLOCK) -> list[tuple]:
+    """Matching 1-D blocks of at most `block` elements of same-size, C-contiguous `arrays`.
+
+    The blocks are views, so writing into a block writes into its array. An
+    element-wise kernel run block by block gives the values of one whole-array
+    pass while its many passes touch data still in cache. On CuPy the arrays
+    are one block each (the GPU has no such cache to fit).
+    """
+    flat = [a.reshape(-1) for a in arrays]
+    n = flat[0].size
+    size = max(1, min(block, n) if xp_of(flat[0]) is np else n)
+    return [tuple(f[i:i + size] for f in flat) for i in range(0, n, size)]

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from seqlab.backend import xp_of
+from seqlab.backend import CACHE_BLOCK, flat_blocks, xp_of
 from seqlab.optim.optimizer import Optimizer
 
 
@@ -76,7 +76,7 @@ class Adam(Optimizer):
         return buf[:like.size].reshape(like.shape)
 
 
-_BLOCK = 1 << 16  # elements: a block of p, g, m, v and the scratch (5 x 256 KiB in float32) stays in L2
+_BLOCK = CACHE_BLOCK
 
 
 def _blocks(*arrays):
@@ -92,8 +92,7 @@ def _blocks(*arrays):
     if n <= _BLOCK or xp_of(arrays[0]) is not np or \
             not all(a.shape == shape and a.flags.c_contiguous for a in arrays):
         return [arrays]
-    flat = [a.reshape(-1) for a in arrays]
-    return [tuple(f[i:i + _BLOCK] for f in flat) for i in range(0, n, _BLOCK)]
+    return flat_blocks(list(arrays), _BLOCK)
 
 
 class AdamW(Adam):

@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from seqlab.autograd.function import Function
-from seqlab.backend import xp_of
+from seqlab.backend import CACHE_BLOCK, flat_blocks, xp_of
 
 _SQRT_2 = math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -71,7 +71,6 @@ class ReLU(Function):
 _TANH_CDF = (7.97885152e-01, 3.63319829e-02, -3.11358445e-05, -5.60600982e-05, 4.14346443e-06, -1.52702770e-07,
              2.83479384e-09, -2.07066159e-11)
 _TANH_CLIP = 6.5  # beyond it tanh(x·P) is ±1 in float32: Φ is exactly 0 or 1
-_BLOCK = 1 << 16
 
 
 def fit_tanh_cdf(degree: int = 7, clip: float = _TANH_CLIP, nodes: int = 4000) -> np.ndarray:
@@ -100,7 +99,7 @@ def normal_cdf(x):
     return 0.5 * (1 + erf(x / _SQRT_2))
 
 
-def run_blocked(kernel, arrays: list, n_scratch: int = 0, block: int = _BLOCK) -> None:
+def run_blocked(kernel, arrays: list, n_scratch: int = 0, block: int = CACHE_BLOCK) -> None:
     """kernel(*blocks, *scratch) on consecutive 1-D blocks of the flattened `arrays`.
 
     All `arrays` have the same size and are C-contiguous (outputs are written
@@ -110,14 +109,10 @@ def run_blocked(kernel, arrays: list, n_scratch: int = 0, block: int = _BLOCK) -
     whole array is one block.
     """
     assert all(a.flags.c_contiguous for a in arrays), "run_blocked writes through views: C-contiguous only"
-    flat = [a.reshape(-1) for a in arrays]
-    n = flat[0].size
-    xp = xp_of(flat[0])
-    size = max(1, min(block, n) if xp is np else n)
-    scratch = xp.empty((n_scratch, size), dtype=flat[0].dtype)
-    for start in range(0, n, size):
-        stop = min(start + size, n)
-        kernel(*(f[start:stop] for f in flat), *(b[:stop - start] for b in scratch))
+    blocks = flat_blocks(arrays, block)
+    scratch = xp_of(arrays[0]).empty((n_scratch, blocks[0][0].size if blocks else 0), dtype=arrays[0].dtype)
+    for bs in blocks:
+        kernel(*bs, *(b[:bs[0].size] for b in scratch))
 
 
 def _c_order(a):
