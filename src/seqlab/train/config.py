@@ -190,16 +190,22 @@ def to_toml(values: Mapping[str, Any]) -> str:
 
 # ---------------------------------------------------------------- optimizer and schedule
 
-def make_optimizer(config: TrainConfig) -> Callable[[Any], Any]:
-    """A factory model -> optimizer; weight decay only on parameters with >= 2 dims (no biases, norms)."""
+def make_optimizer(config: TrainConfig, lr_scale: Callable[[str], float] | None = None) -> Callable[[Any], Any]:
+    """A factory model -> optimizer; weight decay only on parameters with >= 2 dims (no biases, norms).
+
+    `lr_scale(name)` multiplies the learning rate of the parameter called `name` (layer-wise decay);
+    parameters that share a scale share a group, the largest scale first (the group the bar shows).
+    """
     from seqlab import optim
 
     def factory(model):
-        params = list(model.parameters())
-        decay = [p for p in params if p.ndim >= 2]
-        no_decay = [p for p in params if p.ndim < 2]
-        groups = [g for g in ({"params": decay, "weight_decay": config.weight_decay},
-                              {"params": no_decay, "weight_decay": 0.0}) if g["params"]]
+        named = list(model.named_parameters()) if lr_scale else [("", p) for p in model.parameters()]
+        keyed: dict[tuple[float, bool], list] = {}
+        for name, p in named:
+            keyed.setdefault((lr_scale(name) if lr_scale else 1.0, p.ndim >= 2), []).append(p)
+        groups = [{"params": ps, "weight_decay": config.weight_decay if decay else 0.0,
+                   "lr": config.lr * scale}
+                  for (scale, decay), ps in sorted(keyed.items(), key=lambda kv: (-kv[0][0], not kv[0][1]))]
         if config.optimizer == "sgd":
             return optim.SGD(groups, lr=config.lr, momentum=config.momentum)
         cls = optim.AdamW if config.optimizer == "adamw" else optim.Adam

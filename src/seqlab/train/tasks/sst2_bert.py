@@ -14,7 +14,7 @@ from pathlib import Path
 
 from seqlab.embed import mean_pool
 from seqlab.errors import ConfigError
-from seqlab.train.config import TrainConfig
+from seqlab.train.config import TrainConfig, make_optimizer
 from seqlab.train.tasks.base import Task, model_output, require
 from seqlab.train.tasks.classify import TextClassification
 from seqlab.train.tasks.text import sst2_splits
@@ -41,8 +41,21 @@ class Config(TrainConfig):
     max_len: int = 66             # [CLS] + 64 word pieces + [SEP]
     pooling: str = "mean"         # 'mean' over real tokens, or 'cls' (HF's pooler on [CLS])
     freeze_word_embeddings: bool = False  # keep the 30,522 x 384 pretrained word vectors as they are
+    layer_lr_decay: float = 1.0   # < 1: layer-wise lr decay, each layer down from the head gets this factor more
     max_train_examples: int = 0
     max_dev_examples: int = 0
+
+
+def layer_lr_scale(num_layers: int, decay: float):
+    """name -> lr factor for layer-wise decay (as in ELECTRA): the head and pooler 1, encoder layer i
+    (0 = lowest) decay^(num_layers - i), the embeddings decay^(num_layers + 1)."""
+    def scale(name: str) -> float:
+        if name.startswith("bert.embeddings."):
+            return decay ** (num_layers + 1)
+        if name.startswith("bert.encoder.layer."):
+            return decay ** (num_layers - int(name.split(".")[3]))
+        return 1.0
+    return scale
 
 
 def build(config: Config, run_dir: Path | None = None, data_dir: Path | None = None, training: bool = True) -> Task:
@@ -50,6 +63,8 @@ def build(config: Config, run_dir: Path | None = None, data_dir: Path | None = N
     Tokenizer = require("seqlab.data", "Tokenizer", NAME)
     if config.pooling not in ("mean", "cls"):
         raise ConfigError(f"pooling must be 'mean' or 'cls', got {config.pooling!r}")
+    if not 0.0 < config.layer_lr_decay <= 1.0:
+        raise ConfigError(f"layer_lr_decay must be in (0, 1], got {config.layer_lr_decay}")
     model = Bert.from_pretrained(config.pretrained, num_labels=2)
     if config.freeze_word_embeddings:  # half the parameters; no gradient, no optimizer update
         model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
@@ -71,6 +86,9 @@ def build(config: Config, run_dir: Path | None = None, data_dir: Path | None = N
     model_config = {**(model.config.to_dict() if hasattr(model.config, "to_dict") else {}),
                     "pretrained": config.pretrained, "num_classes": 2}
     task = Task(model=model, model_config=model_config, predict=clf.predict)
+    if config.layer_lr_decay != 1.0:
+        task.optimizer_factory = make_optimizer(
+            config, lr_scale=layer_lr_scale(model.config.num_hidden_layers, config.layer_lr_decay))
     if training:
         train, dev = sst2_splits(data_dir, config.max_train_examples, config.max_dev_examples, NAME)
         task.batches = clf.batches([s for s, _ in train], [y for _, y in train])
