@@ -59,3 +59,31 @@ def test_frozen_word_embeddings_get_no_gradient_and_no_update():
     opt.step()
     np.testing.assert_array_equal(emb.word_embeddings.weight.numpy(), before_words)
     assert not np.array_equal(emb.position_embeddings.weight.numpy(), before_pos)
+
+
+def test_layer_lr_decay_gives_each_layer_its_learning_rate():
+    """Adam's first step moves every weight by about lr, so the largest move in each parameter shows its lr."""
+    mod = get_task("sst2-bert")
+    config = mod.Config(layer_lr_decay=0.5, lr=1e-3, weight_decay=0.0)
+    task = mod.build(config, training=False)
+    model = task.model
+    opt = task.optimizer_factory(model)
+    assert opt.param_groups[0]["lr"] == pytest.approx(1e-3)                      # the head's group comes first
+    before = {n: p.numpy().copy() for n, p in model.named_parameters()}
+    ids = np.array([[101, 2023, 3185, 2001, 2307, 102], [101, 11771, 102, 0, 0, 0]])
+    logits = task.predict.__self__.forward(model, ids, (ids != 0).astype(np.int64))
+    (logits * logits).sum().backward()
+    opt.step()
+    expected = {"classifier.weight": 1.0, "classifier.bias": 1.0,
+                "bert.encoder.layer.5.output.dense.weight": 0.5, "bert.encoder.layer.0.attention.self.query.weight": 0.5 ** 6,
+                "bert.embeddings.position_embeddings.weight": 0.5 ** 7, "bert.embeddings.LayerNorm.bias": 0.5 ** 7}
+    params = dict(model.named_parameters())
+    for name, scale in expected.items():
+        moved = np.abs(params[name].numpy() - before[name]).max()
+        assert moved == pytest.approx(1e-3 * scale, rel=0.02), name
+
+
+def test_layer_lr_decay_outside_0_1_is_a_config_error():
+    mod = get_task("sst2-bert")
+    with pytest.raises(ConfigError, match="layer_lr_decay"):
+        mod.build(mod.Config(layer_lr_decay=1.5), training=False)
