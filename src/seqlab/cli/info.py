@@ -26,6 +26,9 @@ def run(args) -> int:
              + (f" (stopped: {info['stopped']})" if info.get("stopped") else ""),
              f"checkpoint {info.get('checkpoint')}",
              f"parameters {params:,}" if isinstance(params, int) else "parameters ?"]
+    if info["config"].get("ema_decay"):
+        lines.append(f"weights    evaluated as their moving average (ema_decay={info['config']['ema_decay']}); "
+                     f"best/ holds the average")
     if best:
         lines.append(f"best       {best['metric']} = {best['value']:.4f} at step {best['step']}")
     if info.get("last_eval"):

@@ -5,6 +5,8 @@ A run folder holds::
     RUN_DIR/checkpoints/step-000100/   one complete checkpoint
         model.safetensors              model weights (state_dict names)
         optimizer.safetensors          optimizer arrays: "state.<param index>.<name>"
+        ema.safetensors                only with ema_decay > 0: the moving average of the
+                                       trainable parameters (their names), once updated
         config.json                    task, settings, model config
         state.json                     step/epoch/data position, RNG states, optimizer scalars,
                                        and the sha256 of every other file
@@ -157,6 +159,7 @@ class Checkpoint:
     optimizer_state: dict | None
     state: dict            # the trainer's counters and RNG states
     config: dict           # task, settings and model config
+    ema_state: dict[str, np.ndarray] | None = None  # averaged trainable parameters (ema.safetensors)
 
 
 def checkpoint_root(run_dir: Path) -> Path:
@@ -164,10 +167,12 @@ def checkpoint_root(run_dir: Path) -> Path:
 
 
 def save_checkpoint(run_dir: Path, step: int, model_state: dict[str, Any], optimizer_state: dict | None,
-                    state: dict, config: dict, keep: int = 2) -> Path:
+                    state: dict, config: dict, keep: int = 2, ema_state: dict[str, Any] | None = None) -> Path:
     """Write a complete checkpoint for `step` atomically; returns its folder.
 
     `state` must be JSON-serialisable (ints, floats, strings, lists, dicts).
+    `ema_state` (parameter name -> averaged array), when given and not empty,
+    becomes ``ema.safetensors``, checksummed like the other files.
     After `latest` names the new folder, all but the newest `keep` folders
     are deleted.
     """
@@ -191,6 +196,9 @@ def save_checkpoint(run_dir: Path, step: int, model_state: dict[str, Any], optim
         else:
             opt_rest = None
             del files["optimizer.safetensors"]
+        if ema_state:
+            _save_arrays(tmp / "ema.safetensors", dict(ema_state), {"format": FORMAT, "step": str(step)})
+            files["ema.safetensors"] = None
         (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         _fsync_file(tmp / "config.json")
         files["config.json"] = None
@@ -239,12 +247,13 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
     return root / name
 
 
-def load_checkpoint(path: Path, with_optimizer: bool = True) -> Checkpoint:
+def load_checkpoint(path: Path, with_optimizer: bool = True, with_ema: bool = True) -> Checkpoint:
     """Read and verify a checkpoint folder (or a run folder, meaning its latest checkpoint).
 
     Every file is checked against the sha256 recorded in ``state.json``
     before it is parsed: a mismatch is a `ChecksumError`, a missing or
-    malformed file a `CheckpointError`, each naming the file.
+    malformed file a `CheckpointError`, each naming the file. The optimizer
+    and EMA files are neither verified nor read when not asked for.
     """
     path = Path(path)
     if not (path / "state.json").exists():  # a run folder: its latest checkpoint
@@ -265,7 +274,8 @@ def load_checkpoint(path: Path, with_optimizer: bool = True) -> Checkpoint:
             raise CheckpointError(f"{path / 'state.json'}: bad file name {name!r}")
         if not (path / name).is_file():
             raise CheckpointError(f"{path / name} is missing")
-        if name.endswith(".safetensors") and not with_optimizer and name.startswith("optimizer"):
+        if name.endswith(".safetensors") and ((not with_optimizer and name.startswith("optimizer"))
+                                              or (not with_ema and name.startswith("ema"))):
             continue
         actual = sha256_file(path / name)
         if actual != digest:
@@ -275,8 +285,9 @@ def load_checkpoint(path: Path, with_optimizer: bool = True) -> Checkpoint:
     optimizer_state = None
     if with_optimizer and record.get("optimizer") is not None and "optimizer.safetensors" in files:
         optimizer_state = join_optimizer_state(_load_arrays(path / "optimizer.safetensors"), record["optimizer"])
+    ema_state = _load_arrays(path / "ema.safetensors") if with_ema and "ema.safetensors" in files else None
     return Checkpoint(path=path, step=int(record["step"]), model_state=model_state, optimizer_state=optimizer_state,
-                      state=record.get("trainer", {}), config=read_json(path / "config.json"))
+                      state=record.get("trainer", {}), config=read_json(path / "config.json"), ema_state=ema_state)
 
 
 # ---------------------------------------------------------------- the best weights

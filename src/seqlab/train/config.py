@@ -52,6 +52,7 @@ class TrainConfig:
     metric_mode: str = "min"          # min | max
     patience: int = 0                 # evaluations without improvement before stopping (0 = never)
     max_minutes: float = 0.0          # training time budget, summed over resumes (0 = none)
+    ema_decay: float = 0.0            # evaluate an EMA of the weights, e.g. 0.999 (0 = off; see Trainer)
 
     def __post_init__(self) -> None:
         for name in ("max_steps", "batch_size", "grad_accum", "keep_checkpoints", "log_every"):
@@ -66,6 +67,8 @@ class TrainConfig:
                 raise ConfigError(f"{name} must be a finite number >= 0, got {v}")
         if not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
             raise ConfigError(f"beta1 and beta2 must be in [0, 1), got {self.beta1}, {self.beta2}")
+        if not 0 <= self.ema_decay < 1:  # also refuses NaN
+            raise ConfigError(f"ema_decay must be in [0, 1) (0 = no weight averaging), got {self.ema_decay}")
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
         if self.schedule not in SCHEDULES:

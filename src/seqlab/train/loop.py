@@ -19,11 +19,24 @@ micro-batches of the epoch were consumed. Resuming regenerates the epoch
 from that state and skips the consumed batches, so every following batch,
 dropout mask and update is the one an uninterrupted run would have made.
 
+Weight averaging: with ``config.ema_decay > 0`` the trainer keeps an
+exponential moving average of the trainable parameters (`WeightEMA`, the
+numbers of torch's ``AveragedModel`` with ``get_ema_multi_avg_fn``), updated
+after every optimizer step. Training runs on the raw weights; `evaluate`
+swaps the averages in, so metrics.jsonl, the best metric, early stopping and
+``best/model.safetensors`` all refer to the averaged weights. A checkpoint
+keeps the raw weights in model.safetensors and the averages in
+ema.safetensors, so a resumed run continues the average exactly. A
+checkpoint without an average (one written with ema_decay = 0, before the
+first step, or by an older seqlab) starts a fresh one: the first step after
+resuming copies the weights.
+
 The trainer owns the terminal: a tqdm bar (loss, lr, tokens/s, ETA) and
 one line per evaluation, on stderr, only when ``progress=True``.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import signal
 import sys
@@ -43,6 +56,7 @@ from seqlab.optim import LambdaLR, clip_grad_norm_
 from seqlab.optim.schedule import constant
 from seqlab.train.checkpoint import Checkpoint, save_best, save_checkpoint
 from seqlab.train.config import TrainConfig
+from seqlab.train.ema import WeightEMA
 from seqlab.train.metrics import BestTracker, MetricsLog, plot_curves
 
 BatchFactory = Callable[[int, np.random.Generator], Iterable[Any]]
@@ -119,6 +133,7 @@ class Trainer:
         self.progress = progress and self.dist.is_main
         self.callbacks = list(callbacks)
         self.params = [p for p in model.parameters() if p.requires_grad]
+        self.ema = WeightEMA(model.named_parameters(), config.ema_decay) if config.ema_decay > 0 else None
         self.optimizer = optimizer_factory(model)
         self.scheduler = LambdaLR(self.optimizer, schedule or constant())
         self.tracker = BestTracker(config.metric, config.metric_mode, config.patience)
@@ -207,6 +222,8 @@ class Trainer:
         lr = self.optimizer.param_groups[0]["lr"]
         self._in_update = True  # a KeyboardInterrupt from here on may leave half-updated weights
         self.optimizer.step()
+        if self.ema is not None:
+            self.ema.update()
         self.scheduler.step()
         self.optimizer.zero_grad()
         self.step += 1
@@ -216,23 +233,29 @@ class Trainer:
                 "grad_norm": grad_norm, "tokens": tokens}
 
     # ---------------------------------------------------------------- evaluation and checkpoints
+    def averaged_weights(self):
+        """A context in which the model holds the EMA weights (if ema_decay > 0), its raw ones afterwards."""
+        return self.ema.swapped_in() if self.ema is not None else contextlib.nullcontext()
+
     def evaluate(self) -> dict[str, float]:
-        """The task's evaluation in eval mode, no_grad, leaving the dropout RNG as it was."""
+        """The task's evaluation in eval mode, no_grad, leaving the dropout RNG as it was (the EMA weights, if on)."""
         if self.evaluate_fn is None:
             return {}
         state = srandom.get_state()
-        self.model.eval()
-        try:
-            with no_grad():
-                results = {k: float(v) for k, v in self.evaluate_fn(self.model).items()}
-        finally:
-            self.model.train()
-            srandom.set_state(state)
-        self.last_eval, self.last_eval_step = results, self.step
-        self.metrics.append({"step": self.step, "epoch": self.epoch, "eval": True, **results})
-        if results and self.tracker.update(self.step, results) and self.run_dir and self.dist.is_main:
-            save_best(self.run_dir, self.model.state_dict(),
-                      {"step": self.step, "metric": self.tracker.metric, "value": self.tracker.best})
+        with self.averaged_weights():
+            self.model.eval()
+            try:
+                with no_grad():
+                    results = {k: float(v) for k, v in self.evaluate_fn(self.model).items()}
+            finally:
+                self.model.train()
+                srandom.set_state(state)
+            self.last_eval, self.last_eval_step = results, self.step
+            self.metrics.append({"step": self.step, "epoch": self.epoch, "eval": True, **results})
+            if results and self.tracker.update(self.step, results) and self.run_dir and self.dist.is_main:
+                save_best(self.run_dir, self.model.state_dict(),  # the evaluated (averaged) weights
+                          {"step": self.step, "metric": self.tracker.metric, "value": self.tracker.best,
+                           **({"ema_decay": self.ema.decay} if self.ema is not None else {})})
         self._say(f"step {self.step}: " + " ".join(f"{k}={v:.4f}" for k, v in results.items())
                   + (" (best)" if self.tracker.best_step == self.step else ""))
         if self.tracker.should_stop:
@@ -249,8 +272,11 @@ class Trainer:
             state = {**self._boundary, "elapsed_s": self.elapsed(), "schedule": self.scheduler.state_dict(),
                      "tracker": self.tracker.state_dict(), "last_eval": self.last_eval,
                      "last_eval_step": self.last_eval_step}
+            if self.ema is not None:
+                state["ema"] = self.ema.record()
             path = save_checkpoint(self.run_dir, self._boundary["step"], self.model.state_dict(),
-                                   self.optimizer.state_dict(), state, self.run_config, self.config.keep_checkpoints)
+                                   self.optimizer.state_dict(), state, self.run_config, self.config.keep_checkpoints,
+                                   ema_state=self.ema.state_dict() if self.ema is not None else None)
             self._saved_step = self._boundary["step"]
         self.dist.barrier()
         return path
@@ -263,6 +289,8 @@ class Trainer:
         st = ckpt.state
         self.scheduler.load_state_dict(st["schedule"])
         self.tracker.load_state_dict(st.get("tracker", {}))
+        if self.ema is not None:  # no average in the checkpoint: a fresh one (see the module docstring)
+            self.ema.load(ckpt.ema_state, st.get("ema"), where=str(ckpt.path))
         self.step, self.epoch, self._skip = int(st["step"]), int(st["epoch"]), int(st["position"])
         self.position = self._skip
         self._epoch_rng_state = st["epoch_data_rng"]

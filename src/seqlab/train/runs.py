@@ -4,6 +4,12 @@ A run folder holds ``config.json`` (task, settings, model config; written
 when the run starts), the task's artifacts (e.g. ``tokenizer/``),
 ``checkpoints/``, ``best/``, ``metrics.jsonl``, ``curves.png`` and, once
 training returns, ``summary.json``.
+
+Which weights: with ``ema_decay > 0`` every evaluation the trainer reports
+is of the moving average of the weights, and so are ``best/`` and what
+`load_run` loads (``best``: best/model.safetensors; ``latest``: the latest
+checkpoint's ema.safetensors over its model.safetensors) and what the
+task's `finish` sees after training (e.g. the exported model).
 """
 from __future__ import annotations
 
@@ -89,17 +95,20 @@ def train(task_name: str | None, out: str | Path, layers: Iterable[tuple[Mapping
         saved = record["config"]
         changes: dict[str, Any] = {}
         module = get_task(task_name)
+        # A setting newer than the run (e.g. ema_decay) counts as its default, the value the run had.
+        defaults = dataclasses.asdict(module.Config())
         for values, source in layers:
             typed = build_config(module.Config, (saved, f"{out / RUN_CONFIG}"), (values, source)).to_dict()
             for key in values:
-                if typed[key] != saved.get(key) and key not in RESUMABLE_KEYS:
+                before = saved.get(key, defaults.get(key))
+                if typed[key] != before and key not in RESUMABLE_KEYS:
                     raise ConfigError(f"conflicting options: {source} sets {key}={typed[key]!r} but the run was "
-                                      f"started with {key}={saved.get(key)!r}; a resumed run keeps its settings "
+                                      f"started with {key}={before!r}; a resumed run keeps its settings "
                                       f"(only {', '.join(sorted(RESUMABLE_KEYS))} may change)")
                 changes[key] = typed[key]
         config = resolve_config(task_name, [(saved, str(out / RUN_CONFIG)), (changes, "overrides")])
         ckpt = load_checkpoint(out)
-        fixed = lambda d: {k: v for k, v in d.items() if k not in RESUMABLE_KEYS}  # noqa: E731
+        fixed = lambda d: {k: v for k, v in {**defaults, **d}.items() if k not in RESUMABLE_KEYS}  # noqa: E731
         if ckpt.config.get("task") != task_name or fixed(ckpt.config.get("config", {})) != fixed(saved):
             raise CheckpointError(f"{ckpt.path}/config.json does not match {out / RUN_CONFIG}; refusing to resume")
     else:
@@ -132,6 +141,8 @@ def train(task_name: str | None, out: str | Path, layers: Iterable[tuple[Mapping
     result = trainer.fit(resume=ckpt)
     extra: dict[str, Any] = {}
     if task.finish is not None and result.stopped != "interrupted" and trainer.dist.is_main:
+        if trainer.ema is not None:  # the weights every evaluation reported are the ones finish uses
+            trainer.ema.copy_to_params()
         extra = task.finish(task.model, out) or {}
         result.extra = dict(extra)
     if trainer.dist.is_main:
@@ -158,10 +169,17 @@ def load_run(run_dir: str | Path, which: str = "best", data_dir: str | Path | No
     if best is not None:
         state, info = best
         name, step = "best", info.get("step")
+        task.model.load_state_dict(state)
     else:
         ckpt = load_checkpoint(run_dir, with_optimizer=False)
-        state, name, step = ckpt.model_state, ckpt.path.name, ckpt.step
-    task.model.load_state_dict(state)
+        name, step = ckpt.path.name, ckpt.step
+        task.model.load_state_dict(ckpt.model_state)
+        if ckpt.ema_state:  # the averaged weights, the ones the trainer evaluated (buffers stay the model's)
+            unexpected = task.model.load_state_dict(ckpt.ema_state, strict=False).unexpected_keys
+            if unexpected:
+                raise CheckpointError(f"{ckpt.path / 'ema.safetensors'} holds weights the model does not have: "
+                                      f"{', '.join(unexpected)}")
+            name += " (EMA)"
     task.model.eval()
     return Run(run_dir, record["task"], config, record, task, name, step)
 
