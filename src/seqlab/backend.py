@@ -69,6 +69,17 @@ def to_numpy(array: Any) -> np.ndarray:
     return to_device(array, "cpu")
 
 
+def synchronize(device: str | None = None) -> None:
+    """Wait until the GPU has finished every queued kernel (as `torch.cuda.synchronize`); a no-op on "cpu".
+
+    CuPy, like torch, launches kernels asynchronously: a timer read right after
+    a call measures the launch, not the work, unless it synchronizes first.
+    """
+    if (device or _DEVICE) == "cpu":
+        return
+    get_xp(device or _DEVICE).cuda.get_current_device().synchronize()
+
+
 def set_device(device: str) -> None:
     """Make `device` the default for new tensors ("cpu" or "cuda")."""
     global _DEVICE

@@ -251,7 +251,7 @@ def _mask_parts(attn_mask, is_causal, tq, tk, xp, dtype):
         if isinstance(m, Tensor):
             bias = m if m.dtype == dtype else m.astype(dtype)
         elif getattr(m, "dtype", None) == bool:
-            block = ~m
+            block = ~xp.asarray(m)  # a NumPy mask moves to the GPU with CuPy (a no-op otherwise)
         else:
             bias = xp.asarray(m, dtype=dtype)
     if is_causal:

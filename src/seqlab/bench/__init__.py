@@ -7,6 +7,11 @@ Benchmarks (`NAMES`): encoder-train, gpt-train, bert-infer, gpt-generate,
 attention-long, gemm. They need torch (and transformers for bert-infer and
 gpt-generate): the `test` extra. `seqlab bench` is the command line;
 benchmarks/*.py are thin scripts around the same functions.
+
+    run("gpt-train", device="cuda", size="large")   # CuPy against PyTorch CUDA eager (needs a GPU)
+
+`device` "cuda" and `size` "large" exist for encoder-train and gpt-train
+(`seqlab.bench.device`); benchmarks/gpu.sh runs both sizes on a GPU.
 """
 from seqlab.bench.result import BenchResult
 from seqlab.bench.runner import RUNNERS, profile_target, run

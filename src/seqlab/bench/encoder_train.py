@@ -6,12 +6,17 @@ tokens + a 2-class head, AdamW, dropout 0.1: forward, cross-entropy,
 backward, optimizer step. The torch twin (torch.nn.TransformerEncoder) gets
 seqlab's initial weights, the same ids, padding, labels and optimizer
 settings; the dropout masks differ (each library draws its own).
+
+`--size large` (for a GPU) is BERT-base's shape: vocabulary 30,522, d_model
+768, 12 heads, 12 layers, feed-forward 3,072, sequence 512, batch 16.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+
+from seqlab.bench.device import seqlab_input, torch_input
 
 NAME = "encoder-train"
 DESCRIPTION = "one training step: post-LN encoder, 4 layers, d 256, FF 1024, seq 64, batch 32, AdamW, dropout 0.1"
@@ -30,6 +35,23 @@ class EncoderTrainConfig:
     lr: float = 1e-3
     weight_decay: float = 0.01
     min_len: int = 16            # real lengths are drawn from [min_len, seq_len]; the rest is padding
+
+
+SIZES = {
+    "default": EncoderTrainConfig(),
+    "large": EncoderTrainConfig(vocab_size=30522, d_model=768, nhead=12, num_layers=12, dim_feedforward=3072,
+                                seq_len=512, batch=16, min_len=128),
+}
+
+
+def describe(c: EncoderTrainConfig, size: str = "default", device: str = "cpu") -> str:
+    """The printed description; `DESCRIPTION` for the default size on the CPU, else with size and device."""
+    text = (f"one training step: post-LN encoder, {c.num_layers} layers, d {c.d_model}, FF {c.dim_feedforward}, "
+            f"seq {c.seq_len}, batch {c.batch}, AdamW, dropout {c.dropout}")
+    if size == "default" and device == "cpu":
+        return text
+    return text + f" (size {size}, {c.nhead} heads, vocab {c.vocab_size}" + \
+        (", CuPy vs PyTorch CUDA, float32)" if device == "cuda" else ")")
 
 
 def train_flops(c: EncoderTrainConfig) -> float:
@@ -53,9 +75,9 @@ def make_inputs(c: EncoderTrainConfig, seed: int = 0) -> dict:
     return {"ids": ids.astype(np.int64), "real": real, "labels": rng.integers(0, 2, c.batch).astype(np.int64)}
 
 
-def build(c: EncoderTrainConfig | None = None, seed: int = 0, dtype: str = "float32"):
+def build(c: EncoderTrainConfig | None = None, seed: int = 0, dtype: str = "float32", device: str = "cpu"):
     """(seqlab step, torch step, seqlab model, torch model): each step is one full training step,
-    returning the loss as a float."""
+    returning the loss as a float. `device` "cuda": both models and their inputs on the GPU."""
     import torch
 
     import seqlab
@@ -76,15 +98,17 @@ def build(c: EncoderTrainConfig | None = None, seed: int = 0, dtype: str = "floa
     if dtype == "float64":  # for the tests: the two then agree to rounding in float64
         model.double()
         twin.double()
+    model.to(device)  # the same weights, now on the device (a no-op on "cpu")
+    twin.to(device)
     opt = AdamW(model.parameters(), lr=c.lr, weight_decay=c.weight_decay)
     topt = torch.optim.AdamW(twin.parameters(), lr=c.lr, weight_decay=c.weight_decay)
     x = make_inputs(c, seed)
-    mask = x["real"].astype(np.int64)
-    t_ids, t_real, t_labels = (torch.from_numpy(x[k]) for k in ("ids", "real", "labels"))
+    ids, mask, labels = (seqlab_input(a, device) for a in (x["ids"], x["real"].astype(np.int64), x["labels"]))
+    t_ids, t_real, t_labels = (torch_input(x[k], device) for k in ("ids", "real", "labels"))
 
     def seqlab_step() -> float:
         opt.zero_grad()
-        loss = model(x["ids"], attention_mask=mask, labels=x["labels"]).loss
+        loss = model(ids, attention_mask=mask, labels=labels).loss
         loss.backward()
         opt.step()
         return float(loss.item())

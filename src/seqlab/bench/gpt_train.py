@@ -5,12 +5,18 @@ dropout 0, AdamW (nanoGPT's: lr 1e-3, betas (0.9, 0.99), weight decay 0.1 on
 matrices only). seqlab's GPT-2 `GPT` against the same model written as
 nanoGPT writes it in torch (fused causal SDPA); both keep GPT-2's biases and
 tanh GELU, and tie the head to the token embedding.
+
+`--size large` (for a GPU) is nanoGPT's GPT-2 small: 12 layers, 12 heads,
+768 dims, block 1,024, vocabulary 50,304 (GPT-2's 50,257 padded to a
+multiple of 64), batch 8: 124M parameters (`param_count`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+
+from seqlab.bench.device import seqlab_input, torch_input
 
 NAME = "gpt-train"
 DESCRIPTION = "one training iteration: GPT 4 layers, 4 heads, 128 dims, block 64, batch 12, vocab 65, AdamW"
@@ -29,6 +35,39 @@ class GPTTrainConfig:
     weight_decay: float = 0.1
 
 
+SIZES = {
+    "default": GPTTrainConfig(),
+    "large": GPTTrainConfig(vocab_size=50304, block_size=1024, n_embd=768, n_layer=12, n_head=12, batch=8,
+                            lr=6e-4, betas=(0.9, 0.95)),  # nanoGPT's GPT-2 settings
+}
+
+
+def describe(c: GPTTrainConfig, size: str = "default", device: str = "cpu") -> str:
+    """The printed description; `DESCRIPTION` for the default size on the CPU, else with size and device."""
+    text = (f"one training iteration: GPT {c.n_layer} layers, {c.n_head} heads, {c.n_embd} dims, "
+            f"block {c.block_size}, batch {c.batch}, vocab {c.vocab_size}, AdamW")
+    if size == "default" and device == "cpu":
+        return text
+    return text + f" (size {size}" + (", CuPy vs PyTorch CUDA, float32)" if device == "cuda" else ")")
+
+
+def param_count(c: GPTTrainConfig) -> int:
+    """Parameters of the model, the tied head counted once: token and position embeddings, per layer
+    two LayerNorms (4C), q/k/v (3C² + 3C), the attention output (C² + C) and the MLP (8C² + 5C), ln_f."""
+    C = c.n_embd
+    return c.vocab_size * C + c.block_size * C + c.n_layer * (12 * C * C + 13 * C) + 2 * C
+
+
+def train_flops(c: GPTTrainConfig) -> float:
+    """Multiply-adds ×2 of the matrix products of one iteration, forward F and backward 2F (nanoGPT's
+    `estimate_mfu` count): per token and layer 12C² for the projections and MLP and 2·T·C for the
+    scores and the weighted sum (the whole T × T square, as both libraries compute it), plus C·V for
+    the head."""
+    C, T = c.n_embd, c.block_size
+    per_token = c.n_layer * (12 * C * C + 2 * T * C) + C * c.vocab_size
+    return 3.0 * 2 * c.batch * T * per_token
+
+
 def make_batch(c: GPTTrainConfig, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """x, y (B, T): random windows of a random character stream, y shifted by one (as nanoGPT's get_batch)."""
     rng = np.random.default_rng(seed)
@@ -39,8 +78,9 @@ def make_batch(c: GPTTrainConfig, seed: int = 0) -> tuple[np.ndarray, np.ndarray
     return x.astype(np.int64), y.astype(np.int64)
 
 
-def build(c: GPTTrainConfig | None = None, seed: int = 0, dtype: str = "float32"):
-    """(seqlab step, torch step, seqlab model, torch model); a step returns the loss as a float."""
+def build(c: GPTTrainConfig | None = None, seed: int = 0, dtype: str = "float32", device: str = "cpu"):
+    """(seqlab step, torch step, seqlab model, torch model); a step returns the loss as a float.
+    `device` "cuda": both models and their inputs on the GPU."""
     import torch
 
     import seqlab
@@ -60,10 +100,13 @@ def build(c: GPTTrainConfig | None = None, seed: int = 0, dtype: str = "float32"
     if dtype == "float64":  # for the tests: the two then agree to rounding in float64
         model.double()
         twin.double()
+    model.to(device)  # the same weights, now on the device (a no-op on "cpu")
+    twin.to(device)
     opt = AdamW(decay_groups(model.named_parameters(), c.weight_decay), lr=c.lr, betas=c.betas)
     topt = torch.optim.AdamW(decay_groups(twin.named_parameters(), c.weight_decay), lr=c.lr, betas=c.betas)
-    x, y = make_batch(c, seed)
-    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+    x_np, y_np = make_batch(c, seed)
+    x, y = seqlab_input(x_np, device), seqlab_input(y_np, device)
+    tx, ty = torch_input(x_np, device), torch_input(y_np, device)
     V = c.vocab_size
 
     def seqlab_step() -> float:

@@ -154,8 +154,22 @@ def _clock(fn: Callable[[], None], inner: int, cpu: list | None = None) -> float
     return (time.perf_counter() - start) / inner
 
 
+def synced(fn: Callable[[], object], sync: Callable[[], None] | None) -> Callable[[], None]:
+    """`fn` followed by `sync()` (a device synchronize), so a timer around it measures the GPU's work,
+    not only the launch of its kernels; `fn` itself when `sync` is None (CPU)."""
+    if sync is None:
+        return fn
+
+    def call() -> None:
+        fn()
+        sync()
+
+    return call
+
+
 def compare(fn_seqlab: Callable[[], None], fn_torch: Callable[[], None], rounds: int = 7, warmup: int = 2,
-            min_time: float = 0.05, settle: float = 0.2, wake: bool = True) -> Timing:
+            min_time: float = 0.05, settle: float = 0.2, wake: bool = True,
+            sync_seqlab: Callable[[], None] | None = None, sync_torch: Callable[[], None] | None = None) -> Timing:
     """Median seconds per call of each, measured in alternating rounds.
 
     Each round times `inner` calls back to back, with `inner` chosen so a
@@ -164,8 +178,11 @@ def compare(fn_seqlab: Callable[[], None], fn_torch: Callable[[], None], rounds:
     and OpenMP's worker threads spin for a while after a call and would
     otherwise steal cores from the other library's next run; with `wake`,
     one untimed call after the pause wakes this library's threads again.
-    The first library of a round alternates.
+    The first library of a round alternates. `sync_seqlab` / `sync_torch`
+    (GPU runs) are called after every call of that library's function, timed
+    or not, so each timed call ends with its device synchronized.
     """
+    fn_seqlab, fn_torch = synced(fn_seqlab, sync_seqlab), synced(fn_torch, sync_torch)
     for _ in range(warmup):
         fn_seqlab()
         fn_torch()

@@ -8,6 +8,7 @@ from seqlab.bench.harness import markdown_table
 from seqlab.bench.result import BenchResult
 
 HEADING = "Benchmarks: seqlab vs PyTorch"
+GPU_HEADING = f"{HEADING} on a GPU"
 
 HOW_TO_READ = (
     "How to read it: every model benchmark builds the same model in seqlab and in PyTorch CPU eager, copies "
@@ -18,9 +19,28 @@ HOW_TO_READ = (
     "alternating medians is the figure of merit."
 )
 
+HOW_TO_READ_GPU = (
+    "How to read it: each benchmark builds the same model in seqlab and in PyTorch with the same weights (copied "
+    "on the CPU), then moves seqlab's model to the GPU with `.to(\"cuda\")` (CuPy arrays) and torch's with "
+    "`.to(\"cuda\")` (CUDA eager, no `torch.compile`), and the inputs to each device. Both compute in float32 "
+    "without TF32. Every timed step ends with a device synchronize (CuPy's and `torch.cuda.synchronize`), so "
+    "the times are the GPU's work, not kernel launches; the two libraries alternate in one process and the "
+    "figures are medians. A ratio below 1 means seqlab is faster; tokens/s is batch × sequence length (padding "
+    "included) over the median step time."
+)
 
-def to_json(results: dict[int, list[BenchResult]], info: dict, command: str) -> dict:
-    return {"command": command, "machine": info,
+
+def heading(device: str = "cpu", size: str = "default") -> str:
+    """The results section of a run: `HEADING` for the CPU at the default sizes; GPU runs and other sizes
+    have their own sections, so one run never overwrites another's."""
+    if device == "cpu" and size == "default":
+        return HEADING
+    return f"{GPU_HEADING if device == 'cuda' else HEADING + ' on the CPU'}, size {size}"
+
+
+def to_json(results: dict[int, list[BenchResult]], info: dict, command: str, device: str = "cpu",
+            size: str = "default") -> dict:
+    return {"command": command, "machine": info, "device": device, "size": size,
             "runs": {str(n): [{"name": r.name, "description": r.description, "headers": r.headers, "rows": r.rows,
                                "notes": r.notes, "data": r.data} for r in rs]
                      for n, rs in results.items()}}
@@ -96,7 +116,10 @@ def targets(rs: list[BenchResult]) -> str:
 
 def section(results: dict[int, list[BenchResult]], info: dict, command: str, baseline: Path | None = None,
             gpu_note: str | None = None, source: Path | None = None) -> str:
-    """Markdown body of the section: command, machine, then one block per thread count."""
+    """Markdown body of the section: command, machine, then one block per thread count (CPU) or the
+    tables of a GPU run (`info["device"]` "cuda")."""
+    if info.get("device") == "cuda":
+        return _gpu_section(results, info, command)
     before = _baseline(baseline)
     lines = [f"Command: `{command}`", "",
              f"Machine: {info['cpu']}, {info['cores']} cores; Python {info['python']}, NumPy {info['numpy']} "
@@ -116,4 +139,17 @@ def section(results: dict[int, list[BenchResult]], info: dict, command: str, bas
             lines += [_with_before(r, n, before).markdown(), ""]
     if gpu_note:
         lines += [gpu_note, ""]
+    return "\n".join(lines)
+
+
+def _gpu_section(results: dict[int, list[BenchResult]], info: dict, command: str) -> str:
+    tf32 = "on" if info.get("torch_matmul_fp32") == "tf32" or info.get("cupy_tf32", "0") != "0" else "off"
+    lines = [f"Command: `{command}`", "",
+             f"Machine: {info['gpu']} ({info['gpu_memory_gib']} GiB), CUDA driver {info['cuda_driver']}; "
+             f"CuPy {info['cupy']} (CUDA runtime {info['cupy_cuda_runtime']}), torch {info['torch']} "
+             f"(CUDA {info['torch_cuda']}), TF32 {tf32}; host {info['cpu']}, Python {info['python']}, "
+             f"NumPy {info['numpy']}; {info['date']}.", "", HOW_TO_READ_GPU, ""]
+    for rs in results.values():
+        for r in rs:
+            lines += [r.markdown(), ""]
     return "\n".join(lines)

@@ -1,12 +1,19 @@
 """Run one benchmark by name: time both libraries in alternating rounds, return a `BenchResult`."""
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from seqlab.bench import attention_long, bert_infer, encoder_train, gemm, gpt_generate, gpt_train
+from seqlab.bench.device import CUDA_NAMES, DEVICES, syncs
 from seqlab.bench.harness import compare, load_average
 from seqlab.bench.result import BenchResult, ms, ratio
 
 MODULES = {m.NAME: m for m in (encoder_train, gpt_train, bert_infer, gpt_generate, attention_long, gemm)}
 HEADERS = ["benchmark", "seqlab ms", "torch ms", "seqlab / torch", "CPU-time ratio", "load before → after"]
+# on a GPU: throughput instead of CPU time (the host only waits) and load (a lent machine runs nothing else)
+GPU_HEADERS = ["benchmark", "seqlab ms", "torch ms", "seqlab / torch", "seqlab tokens/s", "torch tokens/s"]
+SIZED = {m.NAME: m for m in (encoder_train, gpt_train)}  # the benchmarks with SIZES ("default", "large")
+SIZE_NAMES = ("default", "large")
 
 
 def _row(name: str, t, before: str) -> list:
@@ -20,19 +27,52 @@ def _data(t) -> dict:
             "seqlab_cpu_s": t.seqlab_cpu_s, "torch_cpu_s": t.torch_cpu_s}
 
 
-def _train(mod, rounds: int, extra=None) -> BenchResult:
+def _tokens(c) -> int:
+    """Tokens in one training step: batch × sequence length (padding included)."""
+    return c.batch * (c.seq_len if hasattr(c, "seq_len") else c.block_size)
+
+
+def _gpu_result(mod, c, size: str, t, flops: float) -> BenchResult:
+    """The --device cuda row: times, their ratio and both throughputs; notes with TFLOP/s and memory."""
+    from seqlab.bench.device import memory_peaks
+
+    n = _tokens(c)
+    s_tps, t_tps = n / t.seqlab_s, n / t.torch_s
+    peaks = memory_peaks()
+    row = [mod.NAME, ms(t.seqlab_s), ms(t.torch_s), ratio(t.seqlab_s, t.torch_s), f"{s_tps:,.0f}", f"{t_tps:,.0f}"]
+    notes = [f"{n:,} tokens per step; seqlab runs at {100 * t.torch_s / t.seqlab_s:.0f}% of torch's throughput",
+             f"{flops / 1e12:.2f} TFLOP of matrix products per step (forward + backward): seqlab "
+             f"{flops / t.seqlab_s / 1e12:.1f} TFLOP/s, torch {flops / t.torch_s / 1e12:.1f} TFLOP/s (float32)",
+             f"GPU memory after the run: CuPy's pool holds {peaks['seqlab_bytes'] / 2 ** 30:.1f} GiB, "
+             f"torch's peak allocation {peaks['torch_peak_bytes'] / 2 ** 30:.1f} GiB"]
+    data = {**_data(t), "device": "cuda", "size": size, "config": asdict(c), "tokens_per_step": n,
+            "seqlab_tokens_per_s": s_tps, "torch_tokens_per_s": t_tps, "flops": flops, **peaks}
+    return BenchResult(mod.NAME, mod.describe(c, size, "cuda"), GPU_HEADERS, [row], notes, data)
+
+
+def _train(mod, rounds: int, extra=None, device: str = "cpu", size: str = "default") -> BenchResult:
     before = load_average()
-    fs, ft, _, _ = mod.build()
-    t = compare(fs, ft, rounds=rounds, warmup=2, min_time=0.0, settle=0.3, wake=False)
-    res = BenchResult(mod.NAME, mod.DESCRIPTION, HEADERS, [_row(mod.NAME, t, before)], data=_data(t))
+    c = mod.SIZES[size]
+    if device != "cpu":
+        from seqlab.bench.device import release
+
+        release()  # the previous benchmark's GPU memory back, torch's peak counter reset
+    fs, ft, _, _ = mod.build(c, device=device)
+    sync_seqlab, sync_torch = syncs(device)
+    t = compare(fs, ft, rounds=rounds, warmup=2, min_time=0.0, settle=0.3 if device == "cpu" else 0.0, wake=False,
+                sync_seqlab=sync_seqlab, sync_torch=sync_torch)
+    if device != "cpu":
+        return _gpu_result(mod, c, size, t, mod.train_flops(c))
+    res = BenchResult(mod.NAME, mod.describe(c, size), HEADERS, [_row(mod.NAME, t, before)],
+                      data={**_data(t), "device": "cpu", "size": size, "config": asdict(c)})
     if extra:
-        extra(res, t)
+        extra(res, t, c)
     return res
 
 
-def run_encoder_train(rounds: int = 7, **_) -> BenchResult:
-    def gflops(res: BenchResult, t) -> None:
-        f = encoder_train.train_flops(encoder_train.EncoderTrainConfig())
+def run_encoder_train(rounds: int = 7, device: str = "cpu", size: str = "default", **_) -> BenchResult:
+    def gflops(res: BenchResult, t, c) -> None:
+        f = encoder_train.train_flops(c)
         peak, peak_cpu = gemm.numpy_rates()
         s_rate, t_rate = f / t.seqlab_s, f / t.torch_s
         s_cpu, t_cpu = f / t.seqlab_cpu_s, f / t.torch_cpu_s
@@ -44,11 +84,11 @@ def run_encoder_train(rounds: int = 7, **_) -> BenchResult:
             f"({peak / 1e9:.1f} GFLOP/s, best of the `gemm` shapes), torch {t_rate / 1e9:.1f} GFLOP/s = "
             f"{100 * t_rate / peak:.0f}%. By CPU time: seqlab {s_cpu / 1e9:.1f} of {peak_cpu / 1e9:.1f} GFLOP/s = "
             f"{100 * s_cpu / peak_cpu:.0f}%, torch {100 * t_cpu / peak_cpu:.0f}%")
-    return _train(encoder_train, rounds, gflops)
+    return _train(encoder_train, rounds, gflops, device, size)
 
 
-def run_gpt_train(rounds: int = 7, **_) -> BenchResult:
-    return _train(gpt_train, rounds)
+def run_gpt_train(rounds: int = 7, device: str = "cpu", size: str = "default", **_) -> BenchResult:
+    return _train(gpt_train, rounds, device=device, size=size)
 
 
 def run_bert_infer(rounds: int = 7, data_dir=None, **_) -> BenchResult:
@@ -136,7 +176,24 @@ def profile_target(name: str):
     return step, ft
 
 
-def run(name: str, **kwargs) -> BenchResult:
+def check(name: str, device: str = "cpu", size: str = "default") -> None:
+    """ValueError, naming what is supported, unless benchmark `name` runs on `device` at `size`."""
     if name not in RUNNERS:
         raise ValueError(f"unknown benchmark {name!r}; choose from {', '.join(RUNNERS)}")
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}; choose from {', '.join(DEVICES)}")
+    if size not in SIZE_NAMES:
+        raise ValueError(f"unknown size {size!r}; choose from {', '.join(SIZE_NAMES)}")
+    if device != "cpu" and name not in CUDA_NAMES:
+        raise ValueError(f"--device {device} supports {' and '.join(CUDA_NAMES)} only, not {name}")
+    if size != "default" and name not in SIZED:
+        raise ValueError(f"--size {size} applies to {' and '.join(SIZED)} only, not {name}")
+
+
+def run(name: str, device: str = "cpu", size: str = "default", **kwargs) -> BenchResult:
+    """Run benchmark `name`; `device` "cuda" (encoder-train, gpt-train: CuPy against torch CUDA) and
+    `size` "large" (the same two at GPU sizes) are checked first."""
+    check(name, device, size)
+    if device != "cpu" or size != "default":
+        kwargs.update(device=device, size=size)
     return RUNNERS[name](**kwargs)

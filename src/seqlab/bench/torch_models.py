@@ -98,7 +98,7 @@ def torch_gpt(vocab_size: int, n_positions: int, n_embd: int, n_layer: int, n_he
 
         def forward(self, ids):
             T = ids.shape[1]
-            x = self.transformer.wte(ids) + self.transformer.wpe(torch.arange(T))  # (B, T, C)
+            x = self.transformer.wte(ids) + self.transformer.wpe(torch.arange(T, device=ids.device))  # (B, T, C)
             for block in self.transformer.h:
                 x = block(x)
             return self.lm_head(self.transformer.ln_f(x))                            # (B, T, V)

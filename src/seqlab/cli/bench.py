@@ -7,6 +7,11 @@ the two, and prints medians and the ratio seqlab / torch. --profile prints
 instead the time per op type of seqlab's step (and torch.profiler's table).
 --results FILE writes the "Benchmarks: seqlab vs PyTorch" section of that
 markdown file (docs/results.md). Needs torch (and transformers): the `test` extra.
+
+--device cuda runs encoder-train and gpt-train on a GPU, CuPy against PyTorch
+CUDA eager (default: both; needs CuPy and a CUDA build of torch); --size large
+gives those two their GPU sizes (GPT-2 small; a BERT-base-shaped encoder).
+A GPU run's --results section is "Benchmarks: seqlab vs PyTorch on a GPU, size S".
 """
 from __future__ import annotations
 
@@ -16,6 +21,8 @@ from pathlib import Path
 
 GPU_NOTE = ("GPU: not measured. No GPU was available to this run, and `seqlab bench` times CPU (NumPy) against "
             "PyTorch CPU eager only; CuPy runs of the same models at larger sizes are still to be done.")
+GPU_SEEN_NOTE = ("GPU: `seqlab bench --device cuda` (CuPy against PyTorch CUDA eager) has its own sections, "
+                 "\"Benchmarks: seqlab vs PyTorch on a GPU\".")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,7 +32,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", action="store_true", help="print seqlab's time per op type (and torch's ops)")
     p.add_argument("--threads", default=None, metavar="N[,N...]",
                    help="threads for both libraries; several counts run everything once per count "
-                        "(default: what NumPy's BLAS uses)")
+                        "(default: what NumPy's BLAS uses; CPU only)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="cpu: NumPy against PyTorch CPU eager (default); cuda: CuPy against PyTorch CUDA eager "
+                        "on a GPU (encoder-train and gpt-train)")
+    p.add_argument("--size", choices=("default", "large"), default="default",
+                   help="model sizes of encoder-train and gpt-train: default, or large (GPT-2 small: 12 layers, "
+                        "768 dims, block 1024, vocab 50304; encoder d 768, 12 layers, seq 512) for a GPU")
     p.add_argument("--repeats", type=int, default=None, metavar="N",
                    help="alternating rounds per benchmark (default 7; 2 for attention-long)")
     p.add_argument("--steps", type=int, default=3, metavar="N", help="steps under the profiler (--profile)")
@@ -63,13 +76,20 @@ def run(args) -> int:
     from seqlab.bench import run as run_one
     from seqlab.bench.harness import load_average, machine_info, set_threads
 
-    names = args.names or list(NAMES)
+    from seqlab.bench.device import CUDA_NAMES
+    from seqlab.bench.runner import SIZED
+    from seqlab.cli.main import UsageError
+
+    device, size = getattr(args, "device", "cpu"), getattr(args, "size", "default")
+    names = args.names or list(CUDA_NAMES if device == "cuda" else SIZED if size != "default" else NAMES)
     bad = [n for n in names if n not in NAMES]
     if bad:
         raise ValueError(f"unknown benchmark {bad[0]!r}; choose from {', '.join(NAMES)}")
     counts = _threads(args.threads)
     if args.repeats is not None and args.repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
+    if args.from_json is None:
+        _check_device(args, device, size, names, UsageError)
 
     if args.profile:
         from seqlab.bench.profiling import profile_step, torch_op_table
@@ -92,45 +112,85 @@ def run(args) -> int:
 
         from seqlab.bench.report import from_json
 
-        results, info, command = from_json(json.loads(args.from_json.read_text()))
+        saved = json.loads(args.from_json.read_text())
+        results, info, command = from_json(saved)
         for rs in results.values():
             for r in rs:
                 print(r.markdown() + "\n")
-        _write_results(args, results, info, command)
+        _write_results(args, results, info, command, saved.get("device", "cpu"), saved.get("size", "default"))
         return 0
 
+    command = "seqlab bench " + " ".join(sys.argv[sys.argv.index("bench") + 1:]) if "bench" in sys.argv \
+        else "seqlab bench"
     results, info = {}, None
     for n in counts:
         got = set_threads(n)
         info = machine_info(got)
-        out = []
+        if device == "cuda":
+            from seqlab.bench.device import gpu_info
+
+            info.update(device="cuda", **gpu_info())
+        out = results[got] = []
         for name in names:
-            print(f"running {name} ({got} thread{'s' if got != 1 else ''}, load {load_average()}) ...",
-                  file=sys.stderr, flush=True)
-            kwargs = {"data_dir": args.data_dir, "threads": got}
+            where = f"{got} thread{'s' if got != 1 else ''}" if device == "cpu" else info["gpu"]
+            sized = f"size {size}, " if size != "default" or device != "cpu" else ""
+            print(f"running {name} ({sized}{where}, load {load_average()}) ...", file=sys.stderr, flush=True)
+            kwargs = {"data_dir": args.data_dir, "threads": got, "device": device, "size": size}
             if args.repeats is not None:
                 kwargs["rounds"] = args.repeats
             r = run_one(name, **kwargs)
             out.append(r)
             print(r.markdown() + "\n", flush=True)
-        results[got] = out
-    command = "seqlab bench " + " ".join(sys.argv[sys.argv.index("bench") + 1:]) if "bench" in sys.argv \
-        else "seqlab bench"
-    if args.json:
-        import json
-
-        from seqlab.bench.report import to_json
-
-        args.json.write_text(json.dumps(to_json(results, info, command), indent=1, default=str) + "\n")
-    _write_results(args, results, info, command)
+            if args.json:  # after every benchmark, so a run cut short keeps what it finished
+                _save_json(args.json, results, info, command, device, size)
+    _write_results(args, results, info, command, device, size)
     return 0
 
 
-def _write_results(args, results: dict, info: dict, command: str) -> None:
+def _save_json(path: Path, results: dict, info: dict, command: str, device: str, size: str) -> None:
+    import json
+
+    from seqlab.bench.report import to_json
+
+    path.write_text(json.dumps(to_json(results, info, command, device, size), indent=1, default=str) + "\n")
+
+
+def _check_device(args, device: str, size: str, names: list[str], usage_error) -> None:
+    """One-line usage errors (exit 2) for what --device cuda and --size large cannot do, then whether
+    this machine can run CUDA at all."""
+    from seqlab.bench.runner import check
+
+    for name in names:
+        try:
+            check(name, device, size)
+        except ValueError as e:
+            raise usage_error(str(e)) from None
+    if args.profile and size != "default":
+        raise usage_error("--profile profiles the default sizes; leave out --size")
+    if device == "cpu":
+        return
+    if args.threads is not None:
+        raise usage_error("--threads sets CPU threads and has no meaning with --device cuda; leave it out")
+    if args.profile:
+        raise usage_error("--profile times seqlab's CPU ops; it does not run with --device cuda")
+    if args.baseline is not None:
+        raise usage_error("--baseline compares CPU runs; it does not apply with --device cuda")
+    from seqlab.bench.device import cuda_problem
+
+    problem = cuda_problem()
+    if problem:
+        raise usage_error(problem)
+
+
+def _write_results(args, results: dict, info: dict, command: str, device: str = "cpu",
+                   size: str = "default") -> None:
     if args.results:
         from seqlab.bench.harness import write_section
-        from seqlab.bench.report import HEADING, section
+        from seqlab.bench.report import GPU_HEADING, heading, section
 
-        write_section(args.results, HEADING, section(results, info, command, args.baseline, GPU_NOTE,
-                                                     source=args.from_json or args.json))
-        print(f"wrote the '{HEADING}' section of {args.results}", file=sys.stderr)
+        title = heading(device, size)
+        seen = args.results.exists() and f"## {GPU_HEADING}" in args.results.read_text()
+        note = None if device != "cpu" else GPU_SEEN_NOTE if seen else GPU_NOTE
+        write_section(args.results, title, section(results, info, command, args.baseline, note,
+                                                   source=args.from_json or args.json))
+        print(f"wrote the '{title}' section of {args.results}", file=sys.stderr)

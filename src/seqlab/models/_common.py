@@ -5,13 +5,14 @@ from typing import Callable
 
 import numpy as np
 
-from seqlab import nn
+from seqlab import backend, nn
 from seqlab.autograd.tensor import Tensor
 
 
 def token_ids(x) -> np.ndarray:
-    """Integer ids (a Tensor or array-like) as an int64 array; TypeError for any other dtype."""
-    arr = x.data if isinstance(x, Tensor) else np.asarray(x)
+    """Integer ids (a Tensor or array-like) as an int64 array; TypeError for any other dtype.
+    A CuPy array stays on its GPU (NumPy would refuse to convert it)."""
+    arr = x.data if isinstance(x, Tensor) else x if backend.xp_of(x) is not np else np.asarray(x)
     if arr.dtype.kind not in "iu":
         raise TypeError(f"token ids must be integers, got dtype {arr.dtype}")
     return arr.astype(np.int64, copy=False)

@@ -87,7 +87,7 @@ class TransformerClassifier(Module):
 
     def features(self, input_ids, attention_mask=None, *, output_attentions: bool = False):
         """Encoder output (B, T, d) (and per-layer (B, H, T, T) weights with ``output_attentions``)."""
-        ids = input_ids.data if isinstance(input_ids, Tensor) else np.asarray(input_ids)
+        ids = _array(input_ids)
         if ids.ndim != 2:
             raise ValueError(f"input_ids must be (batch, length), got shape {ids.shape}")
         B, T = ids.shape
@@ -126,10 +126,17 @@ class TransformerClassifier(Module):
         logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
         loss = None
         if labels is not None:
-            lab = labels.data if isinstance(labels, Tensor) else np.asarray(labels)
+            lab = _array(labels)
             loss = F.cross_entropy(logits, lab.astype(np.int64).reshape(-1))
         return SequenceClassifierOutput(loss=loss, logits=logits,
                                         attentions=tuple(weights) if weights is not None else None)
+
+
+def _array(x):
+    """The array of a Tensor, a NumPy or CuPy array as it is (on its device), anything else as NumPy."""
+    if isinstance(x, Tensor):
+        return x.data
+    return x if backend.xp_of(x) is not np else np.asarray(x)
 
 
 def _real_tokens(attention_mask, shape) -> np.ndarray | None:

@@ -16,6 +16,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from seqlab import backend
 from seqlab import functional as F
 from seqlab import nn
 from seqlab.autograd.tensor import Tensor
@@ -129,18 +130,19 @@ class GPTBlock(nn.Module):
         return x + self.mlp(self.ln_2(x)), w
 
 
-def causal_mask(attention_mask, t_new: int, t_past: int):
+def causal_mask(attention_mask, t_new: int, t_past: int, xp=np):
     """Bool (B|1, 1, T_new, T_past + T_new): query i (at position T_past + i) may attend key j <= it,
-    and only to real tokens (attention_mask (B, T_past + T_new), 1 = real). None when nothing is blocked."""
+    and only to real tokens (attention_mask (B, T_past + T_new), 1 = real). None when nothing is blocked.
+    Built with the array module `xp` of the model's weights (CuPy on a GPU)."""
     t_all = t_past + t_new
-    allowed = np.arange(t_all)[None, :] <= (t_past + np.arange(t_new))[:, None]  # (T_new, T_all)
+    allowed = xp.arange(t_all)[None, :] <= (t_past + xp.arange(t_new))[:, None]  # (T_new, T_all)
     mask = allowed[None, None]                                                     # (1, 1, T_new, T_all)
     if attention_mask is not None:
         am = token_ids(attention_mask)
         if am.shape[1] != t_all:
             raise ValueError(f"attention_mask covers {am.shape[1]} positions but past ({t_past}) + new ({t_new}) "
                              f"tokens are {t_all}")
-        mask = mask & (am != 0)[:, None, None, :]                                  # (B, 1, T_new, T_all)
+        mask = mask & xp.asarray(am != 0)[:, None, None, :]                        # (B, 1, T_new, T_all)
     elif t_new == 1:
         return None
     return mask
@@ -162,14 +164,15 @@ class GPTModel(nn.Module):
                 output_attentions: bool = False) -> tuple[Tensor, tuple | None]:
         ids = batch_ids(input_ids)
         B, T = ids.shape
+        xp = backend.xp_of(self.wte.weight.data)  # NumPy, or CuPy for a model moved to the GPU
         t_past = past_key_values.get_seq_length() if past_key_values is not None else 0
         if position_ids is None:  # as transformers: 0, 1, ... after the cached positions, whatever the padding
-            position_ids = np.arange(t_past, t_past + T)[None, :]                      # (1, T)
+            position_ids = xp.arange(t_past, t_past + T)[None, :]                      # (1, T)
         pos = token_ids(position_ids)
         if pos.size and int(pos.max()) >= self.config.n_positions:
             raise ValueError(f"position {int(pos.max())} is beyond the model's {self.config.n_positions} positions")
         x = self.drop(self.wte(ids) + self.wpe(pos))                                   # (B, T, C)
-        mask = causal_mask(attention_mask, T, t_past)
+        mask = causal_mask(attention_mask, T, t_past, xp)
         attentions = []
         for block in self.h:
             x, w = block(x, mask, past_key_values)
