@@ -13,7 +13,7 @@ from seqlab.train import checkpoint as ck
 from seqlab.train.checkpoint import load_best, sha256_file
 from seqlab.train.tasks.toy_classifier import Config as ToyConfig
 
-from trainhelp import logged_losses, toy
+from trainhelp import logged_losses, toy, interrupt_at
 
 X = np.random.default_rng(0).normal(size=(32, 3)).astype(np.float32)
 Y = (X[:, 0] * X[:, 1] > 0).astype(np.int64)
@@ -103,16 +103,9 @@ SETTINGS = dict(max_steps=30, n_train=200, grad_accum=2, batch_size=16, checkpoi
                 dropout=0.3, schedule="warmup_cosine", warmup_steps=5, ema_decay=0.9)
 
 
-def _interrupt_at(step):
-    def cb(trainer, row):
-        if row["step"] == step:
-            raise KeyboardInterrupt
-    return cb
-
-
 def test_resume_continues_the_average_exactly(tmp_path):
     full = toy(tmp_path / "full", **SETTINGS)
-    part = toy(tmp_path / "part", callbacks=[_interrupt_at(13)], **SETTINGS)
+    part = toy(tmp_path / "part", callbacks=[interrupt_at(13)], **SETTINGS)
     assert part.stopped == "interrupted" and part.step == 13
     ckpt = load_checkpoint(tmp_path / "part")
     assert ckpt.step == 13 and ckpt.state["ema"] == {"decay": 0.9, "updates": 13}
@@ -147,7 +140,7 @@ def test_resume_continues_the_average_exactly(tmp_path):
 
 def test_a_run_from_before_ema_decay_existed_still_resumes(tmp_path):
     """A run whose config.json files lack ema_decay resumes (the setting counts as 0, its default)."""
-    toy(tmp_path, max_steps=6, checkpoint_every=3, eval_every=3, callbacks=[_interrupt_at(4)])
+    toy(tmp_path, max_steps=6, checkpoint_every=3, eval_every=3, callbacks=[interrupt_at(4)])
     ckpt = load_checkpoint(tmp_path)
     assert ckpt.ema_state is None and "ema" not in ckpt.state
     for path in (tmp_path / "config.json", ckpt.path / "config.json"):

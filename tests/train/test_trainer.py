@@ -11,7 +11,7 @@ from seqlab import nn, optim
 from seqlab.train import NonFiniteLossError, Trainer, TrainConfig, load_checkpoint, read_metrics
 from seqlab.train.checkpoint import load_best
 
-from trainhelp import logged_losses, toy
+from trainhelp import logged_losses, toy, interrupt_at
 
 
 def test_loss_falls_and_everything_is_written(tmp_path):
@@ -50,17 +50,10 @@ SETTINGS = dict(max_steps=40, n_train=200, grad_accum=2, batch_size=16, checkpoi
                 dropout=0.3, schedule="warmup_cosine", warmup_steps=5, patience=0)
 
 
-def _interrupt_at(step):
-    def cb(trainer, row):
-        if row["step"] == step:
-            raise KeyboardInterrupt
-    return cb
-
-
 def test_resume_continues_exactly(tmp_path):
     """Interrupted at step 13 (mid-epoch, between checkpoints) then resumed: the same losses and weights."""
     full = toy(tmp_path / "full", **SETTINGS)
-    part = toy(tmp_path / "part", callbacks=[_interrupt_at(13)], **SETTINGS)
+    part = toy(tmp_path / "part", callbacks=[interrupt_at(13)], **SETTINGS)
     assert part.stopped == "interrupted" and part.step == 13
     assert load_checkpoint(tmp_path / "part").step == 13          # Ctrl-C saved a checkpoint
     rest = toy(tmp_path / "part", resume=True)
@@ -76,7 +69,7 @@ def test_resume_continues_exactly(tmp_path):
 def test_resume_from_an_older_checkpoint_drops_later_metric_rows(tmp_path):
     """A kill after step 12 leaves checkpoint 7; resuming redoes 8.. and metrics.jsonl holds each step once."""
     full = toy(tmp_path / "full", **SETTINGS)
-    toy(tmp_path / "part", callbacks=[_interrupt_at(12)], **SETTINGS)
+    toy(tmp_path / "part", callbacks=[interrupt_at(12)], **SETTINGS)
     ckpts = tmp_path / "part" / "checkpoints"
     (ckpts / "latest").write_text("step-000007\n")  # as if killed before the Ctrl-C save
     rest = toy(tmp_path / "part", resume=True)

@@ -13,3 +13,11 @@ def toy(out, resume: bool = False, callbacks=(), **settings):
 
 def logged_losses(run_dir) -> dict[int, float]:
     return train_losses(read_metrics(run_dir / "metrics.jsonl"))
+
+
+def interrupt_at(step):
+    """A trainer callback that raises KeyboardInterrupt (as Ctrl-C would) after optimizer step `step`."""
+    def cb(trainer, row):
+        if row["step"] == step:
+            raise KeyboardInterrupt
+    return cb
