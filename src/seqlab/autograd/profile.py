@@ -20,6 +20,7 @@ which `phase()` measures.
 from __future__ import annotations
 
 import time
+import weakref
 from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -49,12 +50,15 @@ def _timed_apply(cls, *inputs, **params):
     out = result[0] if isinstance(result, tuple) else result
     fn = getattr(out, "_ctx", None)
     if isinstance(fn, Function) and "backward" not in fn.__dict__:
-        inner = fn.backward
+        # the timed backward lives on `fn` itself, so it must not hold `fn` strongly: a cycle
+        # fn -> backward -> fn would keep every op's saved arrays alive until the cyclic GC ran,
+        # and the profiled steps would pay page faults for memory a plain step reuses
+        fn_ref, inner = weakref.ref(fn), type(fn).backward
         name = cls.__name__
 
         def backward(grad):
             t0 = clock()
-            result = inner(grad)
+            result = inner(fn_ref(), grad)
             prof._add(name, "backward", clock() - t0)
             return result
 
