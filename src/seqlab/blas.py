@@ -3,8 +3,8 @@
 Small models gain little from a second BLAS thread, and on a busy machine
 OpenBLAS's threads wait on each other (2 busy cores: 240 SST-2 steps in 20 s
 on 1 thread, 64-90 steps in 30 s on 2; a 160-character GPT sample 33 s on 2
-threads, under 1 s on 1). The setter is found with ctypes, as in
-seqlab.bench.harness.
+threads, under 1 s on 1). The getter and setter are found with ctypes in the
+BLAS library NumPy loaded; the benchmarks (seqlab.bench.harness) use them too.
 """
 from __future__ import annotations
 
@@ -16,22 +16,27 @@ from typing import Any, Iterator
 
 import numpy as np
 
+# the getters / setters OpenBLAS, MKL and BLIS builds export (NumPy's wheels ship scipy-openblas64)
 _BLAS_GET = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads",
              "scipy_openblas_get_num_threads", "MKL_Get_Max_Threads", "bli_thread_get_num_threads")
 _BLAS_SET = ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_", "openblas_set_num_threads",
              "scipy_openblas_set_num_threads", "MKL_Set_Num_Threads", "bli_thread_set_num_threads")
 
 
-def _blas_function(names: tuple[str, ...]) -> Any:
-    """The first of `names` exported by a BLAS library loaded in this process (Linux), else None."""
+def loaded_blas_libraries() -> list[str]:
+    """Paths of the BLAS shared libraries mapped into this process (Linux: /proc/self/maps), else []."""
     np.ones((2, 2)) @ np.ones((2, 2))  # NumPy's BLAS is loaded by now
     try:
         maps = Path("/proc/self/maps").read_text()
     except OSError:
-        return None
-    libs = sorted({ln.split()[-1] for ln in maps.splitlines()
-                   if re.search(r"(openblas|mkl_rt|libblis)[^/]*\.so", ln.split()[-1] if ln.split() else "")})
-    for path in libs:
+        return []
+    return sorted({ln.split()[-1] for ln in maps.splitlines() if "/" in ln and
+                   re.search(r"(openblas|mkl_rt|libblis|libblas)[^/]*\.so", ln.split()[-1])})
+
+
+def _blas_function(names: tuple[str, ...]) -> Any:
+    """The first of `names` exported by a BLAS library loaded in this process, else None."""
+    for path in loaded_blas_libraries():
         try:
             lib = ctypes.CDLL(path)
         except OSError:
@@ -42,6 +47,27 @@ def _blas_function(names: tuple[str, ...]) -> Any:
     return None
 
 
+def get_blas_threads() -> int | None:
+    """How many threads NumPy's BLAS uses now (None when no known getter is exported)."""
+    get = _blas_function(_BLAS_GET)
+    if get is None:
+        return None
+    get.restype = ctypes.c_int
+    return int(get())
+
+
+def set_blas_threads(n: int) -> bool:
+    """Put NumPy's BLAS on `n` threads; False when no known setter is exported (nothing changes)."""
+    if n < 1:
+        raise ValueError(f"BLAS threads must be >= 1, got {n}")
+    put = _blas_function(_BLAS_SET)
+    if put is None:
+        return False
+    put.argtypes = [ctypes.c_int]
+    put(int(n))
+    return True
+
+
 @contextlib.contextmanager
 def blas_threads(n: int | None) -> Iterator[int | None]:
     """NumPy's BLAS on `n` threads inside the block, the previous count put back after (None: unchanged).
@@ -50,16 +76,11 @@ def blas_threads(n: int | None) -> Iterator[int | None]:
     """
     if n is not None and n < 1:
         raise ValueError(f"BLAS threads must be >= 1, got {n}")
-    get, put = _blas_function(_BLAS_GET), _blas_function(_BLAS_SET)
-    if n is None or get is None or put is None:
-        if get is not None:
-            get.restype = ctypes.c_int
-        yield None if get is None else int(get())
+    before = get_blas_threads()
+    if n is None or before is None or not set_blas_threads(n):
+        yield before
         return
-    get.restype, put.argtypes = ctypes.c_int, [ctypes.c_int]
-    before = int(get())
-    put(int(n))
     try:
-        yield int(get())
+        yield get_blas_threads()
     finally:
-        put(before)
+        set_blas_threads(before)

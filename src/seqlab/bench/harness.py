@@ -8,7 +8,6 @@ hits both; medians are reported.
 """
 from __future__ import annotations
 
-import ctypes
 import datetime
 import os
 import platform
@@ -21,45 +20,11 @@ from typing import Callable
 
 import numpy as np
 
-# the getters / setters OpenBLAS, MKL and BLIS builds export (NumPy's wheels ship scipy-openblas64)
-_GETTERS = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads",
-            "scipy_openblas_get_num_threads", "MKL_Get_Max_Threads", "bli_thread_get_num_threads")
-_SETTERS = ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_", "openblas_set_num_threads",
-            "scipy_openblas_set_num_threads", "MKL_Set_Num_Threads", "bli_thread_set_num_threads")
-
-
-def _loaded_blas_libraries() -> list[str]:
-    """Paths of the BLAS shared libraries mapped into this process (Linux: /proc/self/maps)."""
-    np.ones((2, 2)) @ np.ones((2, 2))  # make sure NumPy's BLAS is loaded
-    try:
-        maps = Path("/proc/self/maps").read_text()
-    except OSError:
-        return []
-    paths = {line.split()[-1] for line in maps.splitlines() if line.count("/") and
-             re.search(r"(openblas|mkl_rt|libblis|libblas)[^/]*\.so", line.split()[-1])}
-    return sorted(paths)
-
-
-def _blas_symbol(names: tuple[str, ...]):
-    for path in _loaded_blas_libraries():
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for name in names:
-            fn = getattr(lib, name, None)
-            if fn is not None:
-                return fn
-    return None
-
+from seqlab.blas import get_blas_threads, loaded_blas_libraries, set_blas_threads
 
 def blas_threads() -> int | None:
     """How many threads NumPy's BLAS uses (None when it cannot be read)."""
-    fn = _blas_symbol(_GETTERS)
-    if fn is None:
-        return None
-    fn.restype = ctypes.c_int
-    return int(fn())
+    return get_blas_threads()
 
 
 def set_threads(n: int | None = None) -> int:
@@ -73,10 +38,7 @@ def set_threads(n: int | None = None) -> int:
     if n is not None:
         if n < 1:
             raise ValueError(f"threads must be >= 1, got {n}")
-        setter = _blas_symbol(_SETTERS)
-        if setter is not None:
-            setter.argtypes = [ctypes.c_int]
-            setter(int(n))
+        set_blas_threads(n)
     got = blas_threads()
     if got is None:
         got = n or int(os.environ.get("OMP_NUM_THREADS") or os.environ.get("OPENBLAS_NUM_THREADS")
@@ -111,7 +73,7 @@ def load_average() -> str:
 def machine_info(threads: int) -> dict:
     import torch
 
-    blas = _loaded_blas_libraries()
+    blas = loaded_blas_libraries()
     return {
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
