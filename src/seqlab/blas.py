@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import re
 from pathlib import Path
 from typing import Any, Iterator
@@ -34,8 +35,9 @@ def loaded_blas_libraries() -> list[str]:
                    re.search(r"(openblas|mkl_rt|libblis|libblas)[^/]*\.so", ln.split()[-1])})
 
 
+@functools.lru_cache(maxsize=None)
 def _blas_function(names: tuple[str, ...]) -> Any:
-    """The first of `names` exported by a BLAS library loaded in this process, else None."""
+    """The first of `names` exported by a BLAS library loaded in this process, else None (looked up once)."""
     for path in loaded_blas_libraries():
         try:
             lib = ctypes.CDLL(path)
