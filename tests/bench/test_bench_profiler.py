@@ -95,3 +95,22 @@ def test_profiled_graph_is_freed_without_the_cyclic_gc():
     finally:
         gc.enable()
     assert prof.stats[("Tanh", "forward")].calls == 2 and prof.stats[("Tanh", "backward")].calls == 1
+
+
+def test_dropout_masks_are_timed_as_their_own_row_and_unpatched_after():
+    import seqlab.functional as F
+
+    original = F._keep_mask
+    x = seqlab.Tensor(np.ones((8, 16), dtype=np.float32), requires_grad=True)
+    seqlab.manual_seed(0)
+    plain = F.dropout(x, 0.5).data
+    seqlab.manual_seed(0)
+    with OpProfiler() as prof:
+        with prof.phase("forward"):
+            y = F.dropout(x, 0.5)
+            F.dropout(x, 0.0)  # p = 0 draws nothing
+    assert F._keep_mask is original  # put back
+    assert prof.stats[("DropoutMask", "forward")].calls == 1
+    assert prof.stats[("Dropout", "forward")].calls == 1
+    assert prof.op_seconds("forward") <= prof.phases["forward"]
+    np.testing.assert_array_equal(y.data, plain)  # the same random bits as unprofiled

@@ -8,7 +8,9 @@
 While active it replaces `Function.apply_with_fn` (which `Function.apply`
 calls; `apply` itself on an engine without it) with a timed version, and gives
 every recorded op (one that will take part in backward) a timed `backward`
-as an instance attribute, so the engine calls the timed one. Nothing is
+as an instance attribute, so the engine calls the timed one. It also times
+the drawing of dropout masks (`seqlab.functional._keep_mask`, outside any op:
+the random bits of every dropout), shown as the op "DropoutMask". Nothing is
 patched when no profiler is active: the engine pays nothing for it.
 
 Forward time of an op includes `apply`'s own overhead (unwrapping the
@@ -39,6 +41,19 @@ class OpStat:
 # the one classmethod every op goes through
 _CORE = "apply_with_fn" if "apply_with_fn" in Function.__dict__ else "apply"
 _ORIGINAL = Function.__dict__[_CORE]
+
+
+def _timed_keep_mask(original):
+    """`functional._keep_mask` timed as the forward of an op named DropoutMask."""
+    def keep_mask(*args, **kwargs):
+        prof = _ACTIVE[-1]
+        start = prof.clock()
+        mask = original(*args, **kwargs)
+        prof._add("DropoutMask", "forward", prof.clock() - start)
+        return mask
+
+    keep_mask.original = original
+    return keep_mask
 
 
 def _timed_apply(cls, *inputs, **params):
@@ -92,14 +107,21 @@ class OpProfiler:
         s.seconds += seconds
 
     def __enter__(self) -> "OpProfiler":
+        from seqlab import functional  # here: functional imports the ops, which import this module's package
+
+        if not _ACTIVE:
+            functional._keep_mask = _timed_keep_mask(functional._keep_mask)
         _ACTIVE.append(self)
         setattr(Function, _CORE, classmethod(_timed_apply))
         return self
 
     def __exit__(self, *exc) -> bool:
+        from seqlab import functional
+
         _ACTIVE.remove(self)
         if not _ACTIVE:
             setattr(Function, _CORE, _ORIGINAL)
+            functional._keep_mask = functional._keep_mask.original
         return False
 
     @contextmanager
