@@ -77,7 +77,7 @@ def synchronize(device: str | None = None) -> None:
     """
     if (device or _DEVICE) == "cpu":
         return
-    get_xp(device or _DEVICE).cuda.get_current_device().synchronize()
+    get_xp(device or _DEVICE).cuda.Device().synchronize()  # the current device, all its streams
 
 
 def set_device(device: str) -> None:
