@@ -37,7 +37,7 @@ def softmax_array(x, dim, overwrite: bool = False):
     # rows of -inf only: exp gives 0, not NaN. On a GPU without the test: reading its result back
     # would make the host wait for the device in the middle of every attention
     if xp is not np or not bool(xp.isfinite(m).all()):
-        m = xp.where(xp.isfinite(m), m, 0)
+        m = xp.where(xp.isfinite(m), m, m.dtype.type(0))  # a typed 0: the result stays float32
     if overwrite:
         x -= m
         e = x
@@ -46,7 +46,7 @@ def softmax_array(x, dim, overwrite: bool = False):
     xp.exp(e, out=e)
     s = rowsum(e, dim)
     if xp is not np or not bool(s.all()):
-        s = xp.where(s == 0, 1, s)
+        s = xp.where(s == 0, s.dtype.type(1), s)
     e /= s
     return e
 
