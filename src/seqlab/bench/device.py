@@ -23,6 +23,16 @@ CUDA_NAMES = ("encoder-train", "gpt-train")  # the benchmarks with a --device cu
 NEEDS = "--device cuda needs CuPy with a GPU and a CUDA build of torch (pip install 'seqlab[gpu]')"
 
 
+def where(size: str, device: str, details: str = "") -> str:
+    """The tail of a sized benchmark's description: "" for the default size on the CPU, else
+    " (size S[, details][, CuPy vs PyTorch CUDA, float32])"."""
+    if size == "default" and device == "cpu":
+        return ""
+    parts = [f"size {size}"] + ([details] if details else []) + \
+        (["CuPy vs PyTorch CUDA, float32"] if device == "cuda" else [])
+    return f" ({', '.join(parts)})"
+
+
 def cuda_problem() -> str | None:
     """Why `--device cuda` cannot run on this machine, as one line (None when it can)."""
     from seqlab import backend

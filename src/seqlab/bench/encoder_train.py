@@ -16,10 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from seqlab.bench.device import seqlab_input, torch_input
+from seqlab.bench.device import seqlab_input, torch_input, where
 
 NAME = "encoder-train"
-DESCRIPTION = "one training step: post-LN encoder, 4 layers, d 256, FF 1024, seq 64, batch 32, AdamW, dropout 0.1"
 
 
 @dataclass
@@ -45,13 +44,13 @@ SIZES = {
 
 
 def describe(c: EncoderTrainConfig, size: str = "default", device: str = "cpu") -> str:
-    """The printed description; `DESCRIPTION` for the default size on the CPU, else with size and device."""
-    text = (f"one training step: post-LN encoder, {c.num_layers} layers, d {c.d_model}, FF {c.dim_feedforward}, "
-            f"seq {c.seq_len}, batch {c.batch}, AdamW, dropout {c.dropout}")
-    if size == "default" and device == "cpu":
-        return text
-    return text + f" (size {size}, {c.nhead} heads, vocab {c.vocab_size}" + \
-        (", CuPy vs PyTorch CUDA, float32)" if device == "cuda" else ")")
+    """The printed description, with the size and device unless the default size on the CPU."""
+    return (f"one training step: post-LN encoder, {c.num_layers} layers, d {c.d_model}, FF {c.dim_feedforward}, "
+            f"seq {c.seq_len}, batch {c.batch}, AdamW, dropout {c.dropout}"
+            + where(size, device, f"{c.nhead} heads, vocab {c.vocab_size}"))
+
+
+DESCRIPTION = describe(SIZES["default"])
 
 
 def train_flops(c: EncoderTrainConfig) -> float:

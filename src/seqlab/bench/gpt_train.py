@@ -16,10 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from seqlab.bench.device import seqlab_input, torch_input
+from seqlab.bench.device import seqlab_input, torch_input, where
 
 NAME = "gpt-train"
-DESCRIPTION = "one training iteration: GPT 4 layers, 4 heads, 128 dims, block 64, batch 12, vocab 65, AdamW"
 
 
 @dataclass
@@ -43,12 +42,12 @@ SIZES = {
 
 
 def describe(c: GPTTrainConfig, size: str = "default", device: str = "cpu") -> str:
-    """The printed description; `DESCRIPTION` for the default size on the CPU, else with size and device."""
-    text = (f"one training iteration: GPT {c.n_layer} layers, {c.n_head} heads, {c.n_embd} dims, "
-            f"block {c.block_size}, batch {c.batch}, vocab {c.vocab_size}, AdamW")
-    if size == "default" and device == "cpu":
-        return text
-    return text + f" (size {size}" + (", CuPy vs PyTorch CUDA, float32)" if device == "cuda" else ")")
+    """The printed description, with the size and device unless the default size on the CPU."""
+    return (f"one training iteration: GPT {c.n_layer} layers, {c.n_head} heads, {c.n_embd} dims, "
+            f"block {c.block_size}, batch {c.batch}, vocab {c.vocab_size}, AdamW" + where(size, device))
+
+
+DESCRIPTION = describe(SIZES["default"])
 
 
 def param_count(c: GPTTrainConfig) -> int:

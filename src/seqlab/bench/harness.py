@@ -22,6 +22,7 @@ import numpy as np
 
 from seqlab.blas import get_blas_threads, loaded_blas_libraries, set_blas_threads
 
+
 def blas_threads() -> int | None:
     """How many threads NumPy's BLAS uses (None when it cannot be read)."""
     return get_blas_threads()

@@ -9,10 +9,18 @@ from seqlab import backend, nn
 from seqlab.autograd.tensor import Tensor
 
 
+def as_array(x):
+    """The array of a Tensor; a NumPy or CuPy array as it is (on its device: NumPy would refuse to
+    convert a CuPy array); anything else (lists, scalars) as a NumPy array."""
+    if isinstance(x, Tensor):
+        return x.data
+    return x if backend.xp_of(x) is not np else np.asarray(x)
+
+
 def token_ids(x) -> np.ndarray:
-    """Integer ids (a Tensor or array-like) as an int64 array; TypeError for any other dtype.
-    A CuPy array stays on its GPU (NumPy would refuse to convert it)."""
-    arr = x.data if isinstance(x, Tensor) else x if backend.xp_of(x) is not np else np.asarray(x)
+    """Integer ids (a Tensor or array-like) as an int64 array, on the device they are on; TypeError for
+    any other dtype."""
+    arr = as_array(x)
     if arr.dtype.kind not in "iu":
         raise TypeError(f"token ids must be integers, got dtype {arr.dtype}")
     return arr.astype(np.int64, copy=False)

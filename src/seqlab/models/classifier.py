@@ -17,6 +17,7 @@ import numpy as np
 from seqlab import backend
 from seqlab import functional as F
 from seqlab.autograd.tensor import Tensor
+from seqlab.models._common import as_array
 from seqlab.nn import init
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.linear import Linear
@@ -87,7 +88,7 @@ class TransformerClassifier(Module):
 
     def features(self, input_ids, attention_mask=None, *, output_attentions: bool = False):
         """Encoder output (B, T, d) (and per-layer (B, H, T, T) weights with ``output_attentions``)."""
-        ids = _array(input_ids)
+        ids = as_array(input_ids)
         if ids.ndim != 2:
             raise ValueError(f"input_ids must be (batch, length), got shape {ids.shape}")
         B, T = ids.shape
@@ -126,17 +127,10 @@ class TransformerClassifier(Module):
         logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
         loss = None
         if labels is not None:
-            lab = _array(labels)
+            lab = as_array(labels)
             loss = F.cross_entropy(logits, lab.astype(np.int64).reshape(-1))
         return SequenceClassifierOutput(loss=loss, logits=logits,
                                         attentions=tuple(weights) if weights is not None else None)
-
-
-def _array(x):
-    """The array of a Tensor, a NumPy or CuPy array as it is (on its device), anything else as NumPy."""
-    if isinstance(x, Tensor):
-        return x.data
-    return x if backend.xp_of(x) is not np else np.asarray(x)
 
 
 def _real_tokens(attention_mask, shape) -> np.ndarray | None:
