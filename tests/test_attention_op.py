@@ -167,3 +167,28 @@ def test_sdpa_mask_and_is_causal_together_is_an_error():
 def test_sdpa_shape_errors_name_the_shapes():
     with pytest.raises(ValueError, match=r"\(2, 3\).*\(4, 5\)"):
         F.scaled_dot_product_attention(seqlab.randn(2, 3), seqlab.randn(4, 5), seqlab.randn(4, 5))
+
+
+@pytest.mark.parametrize("dropout_p", [0.0, 0.2])
+def test_attention_keeps_no_weights_for_backward(dropout_p):
+    """Backward computes the (Tq, Tk) weights again from q, k and the kept row max and sum, so the op
+    holds no float array of that shape; the gradients stay those of the composed formula."""
+    rng = np.random.default_rng(6)
+    q, k, v = (seqlab.tensor(rng.standard_normal((2, 3, 16, 4)), requires_grad=True) for _ in range(3))
+    out, fn = fused.Attention.apply_with_fn(q, k, v, None, block=np.triu(np.ones((16, 16), bool), 1), scale=0.5,
+                                            keep_mask=(rng.random((2, 3, 16, 16)) >= dropout_p) if dropout_p else None,
+                                            p=dropout_p)
+    weights, fn.weights = fn.weights, None  # as F.attention does
+    held = [a for a in fn.saved if isinstance(a, np.ndarray)] + [a for a in vars(fn).values() if isinstance(a, np.ndarray)]
+    assert not [a for a in held if a.shape[-2:] == (16, 16) and a.dtype.kind == "f"]
+    drop = fn.drop if dropout_p else 1.0
+    g = rng.standard_normal(out.shape)
+    out.backward(g)
+    b = [seqlab.tensor(t.numpy(), requires_grad=True) for t in (q, k, v)]
+    s = b[0] @ b[1].transpose(-1, -2) * 0.5 + np.where(np.triu(np.ones((16, 16), bool), 1), -np.inf, 0.0)
+    e = (s - s.amax(-1, keepdim=True).detach()).exp()
+    w = e / e.sum(-1, keepdim=True)
+    np.testing.assert_allclose(w.numpy(), weights, rtol=1e-12, atol=1e-15)
+    (w * drop @ b[2]).backward(g)
+    for x, y in zip((q, k, v), b):
+        np.testing.assert_allclose(x.grad, y.grad, rtol=1e-10, atol=1e-12)

@@ -291,3 +291,54 @@ def test_gradients_never_alias_each_other_or_the_users_array():
     s = seqlab.tensor(2.0, requires_grad=True)
     (s * s).backward()
     assert isinstance(s.grad, np.ndarray) and s.grad.shape == () and s.grad == 4.0
+
+
+def test_the_graph_holds_no_intermediate_tensor():
+    """The graph links Functions: a tensor nobody holds is freed during the forward pass (as in torch),
+    and its gradient still flows through the op that made it."""
+    x = seqlab.randn(4, 3, requires_grad=True)
+    h = x * 2.0
+    ref = weakref.ref(h)
+    y = (h + 1.0).sum()
+    del h
+    assert ref() is None  # freed by reference counting: nothing in the graph refers to it
+    y.backward()
+    np.testing.assert_allclose(x.grad, np.full((4, 3), 2.0))
+
+
+def test_arrays_no_backward_reads_are_freed_during_the_forward():
+    """Ten additions of 4 MB arrays (Add saves nothing for backward): the forward ends holding one
+    of them, not ten (with a graph of tensors it held all ten until backward)."""
+    import tracemalloc
+
+    x = seqlab.Tensor(np.zeros(1 << 20, dtype=np.float32), requires_grad=True)
+    one = seqlab.Tensor(np.ones(1 << 20, dtype=np.float32))
+    tracemalloc.start()
+    try:
+        h = x
+        for _ in range(10):
+            h = h + one
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held < 2 * 4 * (1 << 20)
+    h.sum().backward()
+    np.testing.assert_array_equal(x.grad, np.ones(1 << 20, dtype=np.float32))
+
+
+def test_retain_grad_of_an_intermediate_tensor_still_works():
+    x = seqlab.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 3.0
+    h.retain_grad()
+    (h * h).sum().backward()
+    np.testing.assert_allclose(h.grad, 2 * h.numpy())
+    np.testing.assert_allclose(x.grad, 18 * x.numpy())
+
+
+def test_backward_through_a_branch_freed_by_an_earlier_backward_is_an_error():
+    x = seqlab.randn(3, requires_grad=True)
+    z = x.exp()
+    y1, y2 = z.sum(), (z * 2).sum()
+    y1.backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        y2.backward()

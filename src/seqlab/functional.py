@@ -284,7 +284,8 @@ def attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None, dropout
         keep = _keep_mask(xp, shape, dropout_p, q.dtype, generator)  # bool, True = keep
     inputs = [q, k, v, bias]
     out, fn = Fu.Attention.apply_with_fn(*inputs, block=block, scale=s, keep_mask=keep, p=dropout_p)
-    return out, Tensor._from_op(fn.weights, None)
+    weights, fn.weights = fn.weights, None  # the op does not keep them (its backward recomputes them)
+    return out, Tensor._from_op(weights, None)
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,

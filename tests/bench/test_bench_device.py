@@ -103,11 +103,20 @@ def test_cuda_path_builds_on_the_device_and_syncs_every_timed_step(monkeypatch):
     assert any("TFLOP/s" in n for n in r.notes) and any("1.0 GiB" in n for n in r.notes)
 
 
-def test_cpu_result_keeps_its_columns(monkeypatch):
+def test_cpu_result_keeps_its_columns_and_gets_the_memory_line(monkeypatch):
+    from seqlab.bench import memory
+
     monkeypatch.setattr(gpt_train, "SIZES", {**gpt_train.SIZES, "default": SMALL_GPT})
-    r = runner.run("gpt-train", rounds=1)
+    asked = []
+    fake = {"seqlab": {"step_peak_bytes": 3 << 20, "first_peak_bytes": 4 << 20},
+            "torch": {"step_peak_bytes": 5 << 20, "first_peak_bytes": 6 << 20}}
+    monkeypatch.setattr(memory, "compare", lambda name, threads, **kw: asked.append((name, threads)) or fake)
+    r = runner.run("gpt-train", rounds=1, threads=1)
     assert r.headers == runner.HEADERS and r.description == gpt_train.describe(SMALL_GPT)
     assert r.data["device"] == "cpu" and r.data["size"] == "default" and "seqlab_cpu_s" in r.data
+    assert asked == [("gpt-train", 1)] and r.data["memory"] is fake
+    assert "seqlab 3.0 MiB, torch 5.0 MiB" in r.notes[-1]
+    assert "memory" not in runner.run("gpt-train", rounds=1, measure_memory=False).data
 
 
 def test_runner_refuses_what_has_no_gpu_or_large_path():

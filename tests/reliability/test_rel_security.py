@@ -43,8 +43,8 @@ APPROVED = {
     ("cli/attention.py", "importlib.import_module"): "NATIVE_MODELS: seqlab.models modules",
     ("train/tasks/__init__.py", "importlib.import_module"): "TASKS: task -> seqlab.train.tasks module",
     ("train/tasks/base.py", "importlib.import_module"): "require(): literal seqlab module names (checked below)",
-    ("bench/attention_long.py", "import subprocess"): "runs each memory measurement in a fresh Python "
-                                                      "(sys.executable, fixed argument list, no shell)",
+    ("bench/memory.py", "import subprocess"): "runs each memory measurement in a fresh Python "
+                                              "(sys.executable, fixed argument list, no shell)",
 }
 IMPORTERS = {"importlib.import_module"}
 

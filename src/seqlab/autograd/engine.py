@@ -1,10 +1,15 @@
 """Reverse-mode traversal: an iterative topological sort, then one pass back.
 
+The graph's nodes are Functions (one per recorded op; each stands for the
+tensor it made) and leaf tensors, whose `.grad` is filled in. No node holds
+an intermediate tensor, so an array that no backward saved is freed as soon
+as the forward pass drops it (as in torch, whose graph links grad_fns).
 Iterative on purpose (micrograd's recursive sort overflows the stack on an
-RNN unrolled over thousands of steps). After the pass the graph is freed:
-each non-leaf tensor forgets its creator, so the arrays saved for backward
-can be reclaimed; backpropagating through a freed graph again is an error
-(as in torch) instead of a silent zero gradient.
+RNN unrolled over thousands of steps). The pass frees the graph as it goes:
+each Function, once its backward has run, drops what it saved and is marked
+freed, and the tensor it made (if still alive) forgets it; backpropagating
+through a freed graph again is an error (as in torch) instead of a silent
+zero gradient.
 
 Gradients reaching one tensor from several uses are summed into one buffer.
 A buffer the engine allocated itself ("owned") is added to in place; an
@@ -20,7 +25,7 @@ import sys
 
 import numpy as np
 
-from seqlab.autograd.function import IndexGrad, unbroadcast
+from seqlab.autograd.function import Function, IndexGrad, unbroadcast
 from seqlab.autograd.memory import retain_freed_memory_once
 
 
@@ -34,10 +39,16 @@ class _Freed:
 
 
 FREED = _Freed()
+_SECOND_TIME = ("trying to backward through a graph a second time: backward() freed it; "
+                "pass retain_graph=True to the first call, or detach() the tensor you reuse")
+
+
+def _is_freed(node) -> bool:
+    return node is FREED or getattr(node, "_freed", False)
 
 
 def topological_order(root) -> list:
-    """Tensors reachable from `root` that need gradients, inputs before outputs."""
+    """Graph nodes reachable from `root` (a Function or a leaf tensor) that need gradients, inputs first."""
     order, visited = [], set()
     stack = [(root, False)]
     while stack:
@@ -47,17 +58,25 @@ def topological_order(root) -> list:
             continue
         if id(node) in visited:
             continue
+        if _is_freed(node):
+            raise RuntimeError(_SECOND_TIME)
         visited.add(id(node))
         stack.append((node, True))
-        fn = node._ctx
-        if fn is FREED:
-            raise RuntimeError("trying to backward through a graph a second time: backward() freed it; "
-                               "pass retain_graph=True to the first call, or detach() the tensor you reuse")
-        if fn is not None:
-            for parent, needs in zip(fn.parents, fn.needs_input_grad):
+        if isinstance(node, Function):  # a leaf tensor has no inputs
+            for parent, needs in zip(node.parents, node.needs_input_grad):
                 if needs and id(parent) not in visited:
                     stack.append((parent, False))
     return order
+
+
+def _release(fn) -> None:
+    """After fn's backward (no retain_graph): drop everything it saved, mark it freed, and make the
+    tensor it created (if anyone still holds it) forget it."""
+    t = fn.out_ref() if fn.out_ref is not None else None
+    if t is not None:
+        t._ctx = FREED
+    fn.__dict__.clear()
+    fn._freed = True
 
 
 def _fresh(arr) -> bool:
@@ -106,28 +125,33 @@ def _accumulate(grads: dict, owned: set, key: int, pg, dtype, exclusive: bool = 
 
 def run_backward(root, grad, retain_graph: bool = False) -> None:
     retain_freed_memory_once()
-    order = topological_order(root)
-    grads = {id(root): grad}
+    start = root if root._ctx is None else root._ctx
+    order = topological_order(start)
+    grads = {id(start): grad}
     owned: set[int] = set()  # keys whose buffer the engine allocated (safe to add to in place)
     for node in reversed(order):
         key = id(node)
         g = grads.pop(key, None)
         is_owned = key in owned
         owned.discard(key)
-        fn = node._ctx
-        if fn is not None and not retain_graph:
-            node._ctx = FREED  # drop the graph (and the arrays it saved) as we go
-        if g is None:
-            continue
-        if fn is None:  # a leaf: accumulate into .grad
+        if not isinstance(node, Function):  # a leaf tensor: accumulate into .grad
+            if g is None:
+                continue
             if node.grad is None:
                 # a copy unless the engine owns it: backward may hand one array to several inputs
                 node.grad = g if is_owned else g.copy()
             else:
                 node.grad = node.grad + g
             continue
-        if node._retains_grad:
-            node.grad = g.copy() if node.grad is None else node.grad + g
+        fn = node
+        if g is None:
+            if not retain_graph:
+                _release(fn)
+            continue
+        made = fn.out_ref() if fn.out_ref is not None else None
+        if made is not None and made._retains_grad:
+            made.grad = g.copy() if made.grad is None else made.grad + g
+        del made
         parent_grads = fn.backward(g)
         if not isinstance(parent_grads, tuple):
             parent_grads = (parent_grads,)
@@ -135,14 +159,21 @@ def run_backward(root, grad, retain_graph: bool = False) -> None:
         for parent, needs, pg in zip(fn.parents, fn.needs_input_grad, parent_grads):
             if not needs or pg is None:
                 continue
+            if isinstance(parent, Function):
+                shape, dtype = parent.out_shape, parent.out_dtype
+            else:  # a leaf tensor
+                shape, dtype = parent.data.shape, parent.data.dtype
             exclusive = False
             if not isinstance(pg, IndexGrad):
                 # a fresh array (not a view, not the incoming gradient, not handed to two inputs)
                 # needs no defensive copy; with retain_graph the op may still hold it
                 exclusive = (not retain_graph and pg is not g and handed.count(id(pg)) == 1
                              and _fresh(pg))
-                out = unbroadcast(pg, parent.data.shape)
+                out = unbroadcast(pg, shape)
                 # a broadcast summed away gives a new array (a reshape of a fresh sum)
                 exclusive = exclusive if out is pg else _fresh(out)
                 pg = out
-            _accumulate(grads, owned, id(parent), pg, parent.data.dtype, exclusive)
+            _accumulate(grads, owned, id(parent), pg, dtype, exclusive)
+        parent_grads = pg = g = None  # hold no gradient past its use
+        if not retain_graph:
+            _release(fn)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import weakref
 from typing import Any
 
 import numpy as np
@@ -63,9 +64,12 @@ class Function:
     ``save_for_backward`` (or as attributes).
     """
 
-    parents: tuple = ()
+    parents: tuple = ()           # per input: its creator Function, the leaf Tensor itself, or None (no grad)
     needs_input_grad: tuple = ()
     saved: tuple = ()
+    out_shape: tuple = ()         # shape, dtype and a weak reference of the output tensor (set when recorded)
+    out_dtype = None
+    out_ref = None
 
     def save_for_backward(self, *arrays: Any) -> None:
         self.saved = arrays
@@ -95,9 +99,19 @@ class Function:
         if isinstance(out, np.generic):  # NumPy reductions return scalars; keep 0-d arrays
             out = np.asarray(out)
         if any(fn.needs_input_grad):
-            fn.parents = inputs
-            return Tensor._from_op(out, fn), fn
+            # the graph links Functions, not tensors: an input that an op made is represented by that op
+            # (its creator), so the graph holds no intermediate tensor and no array that no backward
+            # saved. A leaf (a parameter, a user's input) stands for itself: its .grad is filled in.
+            fn.parents = tuple(_graph_node(x) if needs else None for x, needs in zip(inputs, fn.needs_input_grad))
+            t = Tensor._from_op(out, fn)
+            fn.out_shape, fn.out_dtype, fn.out_ref = out.shape, out.dtype, weakref.ref(t)
+            return t, fn
         return Tensor._from_op(out, None), fn
+
+
+def _graph_node(t):
+    """What stands for the input tensor `t` in the graph: its creator Function, or `t` itself if a leaf."""
+    return t if t._ctx is None else t._ctx
 
 
 class IndexGrad:

@@ -24,47 +24,15 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import statistics
-import subprocess
-import sys
 import time
+
+from seqlab.bench.memory import peak_above_kb, reset_peak, run_json, settled_rss_kb
 
 NAME = "attention-long"
 DESCRIPTION = "attention forward + backward at T = 4,096 and 16,384 (B 1, H 1, head dim 64): peak memory and time"
 IMPLS = ("seqlab plain", "seqlab efficient", "torch plain", "torch SDPA")
 EFFICIENT_CHUNKS = (512, 256)  # (query, key) block sizes: two 512 x 256 score blocks live in backward
-
-
-def _status_kb(field: str) -> int | None:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
-
-
-def _release_free_memory() -> None:
-    """Hand memory freed so far back to the OS (glibc malloc_trim), so the measured run cannot
-    reuse pages that are already resident and look smaller than it is."""
-    import ctypes
-
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
-
-
-def _reset_peak() -> bool:
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
 
 
 def _make_fn(impl: str, T: int, heads: int, dim: int, seed: int = 0):
@@ -116,10 +84,8 @@ def measure(impl: str, T: int, heads: int = 1, dim: int = 64, repeats: int = 2, 
     n = set_threads(threads)
     _make_fn(impl, 256, heads, dim)()  # load kernels, fill the allocator's small pools
     run = _make_fn(impl, T, heads, dim)
-    gc.collect()
-    _release_free_memory()
-    base = _status_kb("VmRSS")
-    can_reset = _reset_peak()
+    base = settled_rss_kb()
+    can_reset = reset_peak()
     traced = impl.startswith("seqlab")
     if traced:
         tracemalloc.start()
@@ -129,8 +95,8 @@ def measure(impl: str, T: int, heads: int = 1, dim: int = 64, repeats: int = 2, 
     tm_peak = tracemalloc.get_traced_memory()[1] if traced else None
     if traced:
         tracemalloc.stop()
-    hwm = _status_kb("VmHWM")
-    peak = (hwm - base) * 1024 if can_reset and hwm is not None and base is not None else None
+    peak_kb = peak_above_kb(base, can_reset)
+    peak = None if peak_kb is None else peak_kb * 1024
     times = []
     for _ in range(repeats):
         gc.collect()
@@ -145,15 +111,11 @@ def measure(impl: str, T: int, heads: int = 1, dim: int = 64, repeats: int = 2, 
 def measure_in_subprocess(impl: str, T: int, heads: int = 1, dim: int = 64, repeats: int = 2,
                           threads: int | None = None, timeout: float = 1800) -> dict:
     """`measure` in a fresh interpreter, so one measurement's memory cannot hide another's."""
-    cmd = [sys.executable, "-c", "from seqlab.bench.attention_long import main; main()", "--impl", impl, "--T", str(T), "--heads", str(heads),
-           "--dim", str(dim), "--repeats", str(repeats)]
+    args = ["--impl", impl, "--T", str(T), "--heads", str(heads), "--dim", str(dim), "--repeats", str(repeats)]
     if threads is not None:
-        cmd += ["--threads", str(threads)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
-    if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"impl": impl, "T": T, "error": tail}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+        args += ["--threads", str(threads)]
+    r = run_json("seqlab.bench.attention_long", args, timeout)
+    return {"impl": impl, "T": T, **r} if "error" in r else r
 
 
 def main(argv=None) -> None:

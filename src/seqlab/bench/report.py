@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from seqlab.bench import memory
 from seqlab.bench.harness import markdown_table
 from seqlab.bench.result import BenchResult
 
@@ -104,6 +105,12 @@ def targets(rs: list[BenchResult]) -> str:
         if ours is not None and theirs is not None:
             rows.append([f"attention-long peak memory, T = {T}", "seqlab efficient ≤ torch SDPA",
                          f"{ours / 2 ** 20:.1f} vs {theirs / 2 ** 20:.1f} MiB", "yes" if ours <= theirs else "no"])
+    for name in memory.MODULES:
+        mem = by.get(name, {}).get("memory", {})
+        ours, theirs = (mem.get(side, {}).get("step_peak_bytes") for side in ("seqlab", "torch"))
+        if ours is not None and theirs is not None:
+            rows.append([f"{name} peak memory of a step", "≤ torch", f"{ours / 2 ** 20:.1f} vs {theirs / 2 ** 20:.1f} MiB",
+                         "yes" if ours <= theirs else "no"])
     d = by.get("encoder-train")
     if d and "flops" in d:
         frac = d["flops"] / d["seqlab_s"] / d["numpy_gemm_flops_per_s"]

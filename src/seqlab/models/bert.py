@@ -206,11 +206,13 @@ class BertModel(nn.Module, BertPreTrained):
                 raise ValueError(f"attention_mask has shape {am.shape} but input_ids {ids.shape}")
             mask = (am != 0)[:, None, None, :]  # (B, 1, 1, T): True = may attend
         h = self.embeddings(ids, tt)
-        attentions, hidden = [], [h]
+        attentions, hidden = [], [h]  # filled only if asked for: under no_grad they would keep every layer alive
         for layer in self.encoder.layer:
             h, w = layer(h, mask)
-            attentions.append(w)
-            hidden.append(h)
+            if output_attentions:
+                attentions.append(w)
+            if output_hidden_states:
+                hidden.append(h)
         pooled = self.pooler(h) if self.pooler is not None else None
         return BaseModelOutput(last_hidden_state=h, pooler_output=pooled,
                                hidden_states=tuple(hidden) if output_hidden_states else None,

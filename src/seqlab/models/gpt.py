@@ -173,10 +173,11 @@ class GPTModel(nn.Module):
             raise ValueError(f"position {int(pos.max())} is beyond the model's {self.config.n_positions} positions")
         x = self.drop(self.wte(ids) + self.wpe(pos))                                   # (B, T, C)
         mask = causal_mask(attention_mask, T, t_past, xp)
-        attentions = []
+        attentions = []  # filled only if asked for: under no_grad they would keep every layer's weights alive
         for block in self.h:
             x, w = block(x, mask, past_key_values)
-            attentions.append(w)
+            if output_attentions:
+                attentions.append(w)
         return self.ln_f(x), (tuple(attentions) if output_attentions else None)
 
 

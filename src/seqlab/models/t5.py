@@ -258,9 +258,12 @@ class T5Stack(nn.Module):
         self.dropout = nn.Dropout(c.dropout_rate)
 
     def forward(self, input_ids, attention_mask=None, encoder_hidden_states: Tensor | None = None,
-                encoder_attention_mask=None, cache: EncoderDecoderCache | None = None) -> BaseModelOutput:
+                encoder_attention_mask=None, cache: EncoderDecoderCache | None = None,
+                output_attentions: bool = False) -> BaseModelOutput:
         """attention_mask (B, T_past + T) and encoder_attention_mask (B, S): 1 = real token. Returns
-        last_hidden_state (B, T, C) and attentions = (self per layer, cross per layer or None)."""
+        last_hidden_state (B, T, C) and, with `output_attentions`, attentions = (self per layer, cross per
+        layer or None); without, attentions is None (the weights are not kept: under no_grad they would
+        keep every layer's alive)."""
         ids = batch_ids(input_ids)
         B, T = ids.shape
         t_past = cache.get_seq_length() if cache is not None else 0
@@ -281,14 +284,17 @@ class T5Stack(nn.Module):
         for blk in self.block:
             h, position_bias, w = blk.layer[0](h, mask, position_bias,
                                                cache.self_attention if cache is not None else None)
-            self_w.append(w)
+            if output_attentions:
+                self_w.append(w)
             if self.is_decoder:
                 h, w = blk.layer[1](h, encoder_hidden_states, cross_mask,
                                     cache.cross_attention if cache is not None else None)
-                cross_w.append(w)
+                if output_attentions:
+                    cross_w.append(w)
             h = blk.layer[-1](h)
         h = self.dropout(self.final_layer_norm(h))
-        return BaseModelOutput(last_hidden_state=h, attentions=(tuple(self_w), tuple(cross_w) or None))
+        return BaseModelOutput(last_hidden_state=h,
+                               attentions=(tuple(self_w), tuple(cross_w) or None) if output_attentions else None)
 
 
 def _init_weights(model: "T5ForConditionalGeneration", c: T5Config) -> None:
@@ -353,8 +359,8 @@ class T5ForConditionalGeneration(nn.Module, PreTrainedModel):
         pad = self.config.pad_token_id if self.config.pad_token_id is not None else 0
         return np.where(out == -100, pad, out)
 
-    def encode(self, input_ids, attention_mask=None) -> BaseModelOutput:
-        return self.encoder(input_ids, attention_mask)
+    def encode(self, input_ids, attention_mask=None, output_attentions: bool = False) -> BaseModelOutput:
+        return self.encoder(input_ids, attention_mask, output_attentions=output_attentions)
 
     def forward(self, input_ids=None, attention_mask=None, decoder_input_ids=None, labels=None,
                 output_attentions: bool = False, decoder_attention_mask=None,
@@ -365,14 +371,14 @@ class T5ForConditionalGeneration(nn.Module, PreTrainedModel):
         if encoder_outputs is None:
             if input_ids is None:
                 raise ValueError("pass input_ids or encoder_outputs")
-            encoder_outputs = self.encoder(input_ids, attention_mask)
+            encoder_outputs = self.encoder(input_ids, attention_mask, output_attentions=output_attentions)
         if decoder_input_ids is None:
             if labels is None:
                 raise ValueError("pass decoder_input_ids or labels")
             decoder_input_ids = self.shift_right(labels)
         cache = past_key_values if past_key_values is not None else (EncoderDecoderCache() if use_cache else None)
         dec = self.decoder(decoder_input_ids, decoder_attention_mask, encoder_outputs.last_hidden_state,
-                           attention_mask, cache)
+                           attention_mask, cache, output_attentions=output_attentions)
         h = dec.last_hidden_state                                                 # (B, T, C)
         if self.config.scale_decoder_outputs:  # tied output layer: rescale by d_model^-0.5 (Mesh TF)
             h = h * (self.config.d_model ** -0.5)

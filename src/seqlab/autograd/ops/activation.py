@@ -188,25 +188,43 @@ def _gelu_tanh_forward_block(x, out, h):
     xp.multiply(x, h, out=out)
 
 
-def _gelu_tanh_backward_block(x, h, grad, out, tmp):
-    """d/dx x·h = h + x·h', with h' = ½(1 − t²)·u' = 2h(1 − h)·u' (1 ± t = 2h, 2(1 − h)) and
-    u' = √(2/π)(1 + 3·0.044715x²):  dx = g · h · (1 + 2x·u'·(1 − h)).  (9 passes, in place.)"""
+# |x| < 2^-60: h = ½(1 + tanh u) and Φ(x) are ½ to float64 precision, and y = x·h may be subnormal, so y/x
+# would not give them back; the backward kernels test x² against this (x² is their first pass anyway)
+_TINY_SQUARE = 2.0 ** -120
+
+
+def _recover_factor(x, y, xsq, out) -> None:
+    """out = y / x, the factor h or Φ(x) of GELU's output y = x·h, given x² in `xsq`; ½ where x ≈ 0.
+
+    One rounding more than keeping the factor (y was rounded once): relative error < 2 ulp.
+    """
+    xp = xp_of(x)
+    with np.errstate(divide="ignore", invalid="ignore"):  # x = 0 gives inf or nan, replaced next
+        xp.divide(y, x, out=out)
+    xp.copyto(out, x.dtype.type(0.5), where=xsq < x.dtype.type(_TINY_SQUARE))
+
+
+def _gelu_tanh_backward_block(x, y, grad, out, h, tmp):
+    """d/dx x·h = h + x·h', h = ½(1 + tanh u), h' = ½(1 − t²)·u' = 2h(1 − h)·u' (1 ± t = 2h, 2(1 − h)),
+    u' = √(2/π)(1 + 3·0.044715x²). From the output y = x·h: h = y/x and x(1 − h) = x − y (exact in
+    floating point where h ≥ ½), so  dx = g · h · (1 + 2u'·(x − y)).  (11 passes, in place.)"""
     f, xp = x.dtype.type, xp_of(x)
     xp.multiply(x, x, out=out)
+    _recover_factor(x, y, out, h)
     out *= f(6 * 0.044715 * _SQRT_2_OVER_PI)
-    out += f(2 * _SQRT_2_OVER_PI)
-    out *= x                                 # 2x·u'
-    xp.subtract(f(1), h, out=tmp)
+    out += f(2 * _SQRT_2_OVER_PI)            # 2u'
+    xp.subtract(x, y, out=tmp)
     out *= tmp
     out += f(1)
     out *= h
     out *= grad
 
 
-def _gelu_erf_backward_block(x, cdf, grad, out):
-    """d/dx x·Φ(x) = Φ(x) + x·φ(x), φ(x) = e^(−x²/2)/√(2π).  (7 passes, in place.)"""
+def _gelu_erf_backward_block(x, y, grad, out, cdf):
+    """Φ(x) from the output (y/x), then d/dx x·Φ(x) = Φ(x) + x·φ(x), φ(x) = e^(−x²/2)/√(2π).  (10 passes, in place.)"""
     f, xp = x.dtype.type, xp_of(x)
     xp.multiply(x, x, out=out)
+    _recover_factor(x, y, out, cdf)
     out *= f(-0.5)
     xp.exp(out, out=out)
     out *= f(_INV_SQRT_2PI)                  # φ(x)
@@ -220,38 +238,38 @@ class GELU(Function):
 
     d/dx x Φ(x) = Φ(x) + x φ(x), φ(x) = e^(−x²/2)/√(2π). Forward and backward
     run block by block (`run_blocked`); the kernels above hold the formulas.
-    Backward keeps x and Φ(x) (exact) or h = ½(1 + tanh u) (tanh form); nothing under no_grad.
+    Backward keeps x and the output y = x·Φ(x) (or x·h, h = ½(1 + tanh u)),
+    and gets Φ(x) (or h) back as y/x: the output is usually saved anyway by
+    the layer that reads it (the feed-forward's second Linear), so GELU adds
+    only x to what a training step holds, as torch's does; nothing under no_grad.
     """
 
     def forward(self, a, approximate="none"):
         xp = xp_of(a)
         a = _c_order(a)
         self.approximate = approximate
-        self.save_for_backward(a)
-        keep = any(self.needs_input_grad)    # Φ or h is kept only if a backward will read it
         out = xp.empty(a.shape, dtype=a.dtype)
+        if any(self.needs_input_grad):       # only if a backward will read them
+            self.save_for_backward(a, out)
         if approximate == "tanh":
-            self.h = xp.empty(a.shape, dtype=a.dtype) if keep else None
-            arrays = [a, out, self.h] if keep else [a, out]  # without h: a block-sized scratch for it
             with np.errstate(over="ignore"):  # e^(−2u) = inf far left of 0: h = 0, as it should be
-                run_blocked(_gelu_tanh_forward_block, arrays, n_scratch=3 - len(arrays))
+                run_blocked(_gelu_tanh_forward_block, [a, out], n_scratch=1)
             return out
         if a.dtype == np.float32 and xp is np:  # the blocked float32 kernel (plain formula below)
-            self.cdf = normal_cdf_float32(a, gelu_out=out, keep_cdf=keep)
+            normal_cdf_float32(a, gelu_out=out, keep_cdf=False)
             return out
-        self.cdf = normal_cdf(a)
-        xp.multiply(a, self.cdf, out=out)
+        xp.multiply(a, normal_cdf(a), out=out)
         return out
 
     def backward(self, grad):
-        (x,) = self.saved
+        x, y = self.saved
         xp = xp_of(x)
         grad = _c_order(grad)
         out = xp.empty(x.shape, dtype=x.dtype)
         if self.approximate == "tanh":
-            run_blocked(_gelu_tanh_backward_block, [x, self.h, grad, out], n_scratch=1)
+            run_blocked(_gelu_tanh_backward_block, [x, y, grad, out], n_scratch=2)
         else:
-            run_blocked(_gelu_erf_backward_block, [x, self.cdf, grad, out])
+            run_blocked(_gelu_erf_backward_block, [x, y, grad, out], n_scratch=1)
         return (out,)
 
 

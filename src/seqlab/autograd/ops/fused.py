@@ -29,26 +29,36 @@ def colsum(a2):
     return xp_of(a2).einsum("ij->j", a2)
 
 
-def softmax_array(x, dim, overwrite: bool = False):
+def softmax_array(x, dim, overwrite: bool = False, stats: tuple | None = None, with_stats: bool = False):
     """exp(x − max) / Σ exp(x − max) along `dim`, in one temporary (in `x` itself when
-    `overwrite`); rows of −inf give 0, not NaN."""
+    `overwrite`); rows of −inf give 0, not NaN.
+
+    `with_stats`: also return (max, Σ) as used (keepdims), and `stats` passes them
+    back in to skip both reductions, so the same x gives the same values bitwise.
+    """
     xp = xp_of(x)
-    m = x.max(axis=dim, keepdims=True)
-    # rows of -inf only: exp gives 0, not NaN. On a GPU without the test: reading its result back
-    # would make the host wait for the device in the middle of every attention
-    if xp is not np or not bool(xp.isfinite(m).all()):
-        m = xp.where(xp.isfinite(m), m, m.dtype.type(0))  # a typed 0: the result stays float32
+    if stats is None:
+        m = x.max(axis=dim, keepdims=True)
+        # rows of -inf only: exp gives 0, not NaN. On a GPU without the test: reading its result back
+        # would make the host wait for the device in the middle of every attention
+        if xp is not np or not bool(xp.isfinite(m).all()):
+            m = xp.where(xp.isfinite(m), m, m.dtype.type(0))  # a typed 0: the result stays float32
+    else:
+        m = stats[0]
     if overwrite:
         x -= m
         e = x
     else:
         e = x - m
     xp.exp(e, out=e)
-    s = rowsum(e, dim)
-    if xp is not np or not bool(s.all()):
-        s = xp.where(s == 0, s.dtype.type(1), s)
+    if stats is None:
+        s = rowsum(e, dim)
+        if xp is not np or not bool(s.all()):
+            s = xp.where(s == 0, s.dtype.type(1), s)
+    else:
+        s = stats[1]
     e /= s
-    return e
+    return (e, (m, s)) if with_stats else e
 
 
 def log_softmax_array(x, dim):
@@ -290,40 +300,62 @@ def _add_into(s, m):
     return s + m
 
 
+def attention_weights(q, k, bias=None, block=None, scale=1.0, stats: tuple | None = None, with_stats: bool = False):
+    """softmax(q kᵀ · scale + bias) over the last axis, −inf where `block` is True (all-blocked rows: 0).
+
+    `with_stats` / `stats`: the softmax's row max and sum, returned / passed back (see `softmax_array`).
+    """
+    xp = xp_of(q)
+    s = q @ k.swapaxes(-1, -2)  # (..., Tq, Tk)
+    if scale != 1.0:
+        s *= q.dtype.type(scale)
+    if bias is not None:
+        s = _add_into(s, bias)
+    if block is not None:
+        # −inf where blocked, added in place: the (small, broadcast) mask becomes a bias once,
+        # instead of xp.where allocating a second full-size score array
+        s = _add_into(s, xp.where(block, q.dtype.type(-np.inf), q.dtype.type(0)))
+    return softmax_array(s, -1, overwrite=True, stats=stats, with_stats=with_stats)  # s is our own temporary
+
+
 class Attention(Function):
-    """out = softmax(q kᵀ · scale + mask) v, one fused op with weights kept for backward.
+    """out = softmax(q kᵀ · scale + mask) v, one fused op.
 
     q (..., Tq, D), k (..., Tk, D), v (..., Tk, Dv); `block` is a boolean array
     (True = may NOT attend) and `bias` a float array added to the scores; both
     broadcast to (..., Tq, Tk). A row with every key blocked gets all-zero
     weights, so its output and gradients are 0 rather than NaN.
 
-    Backward, with P the weights and P' = P ⊙ keep / (1 − p) after dropout:
+    Backward keeps q, k, v, the masks, dropout's bool keep mask and the
+    softmax's row max and sum, not the (..., Tq, Tk) weights: it computes
+    them again from q and k with the kept row statistics (the same
+    operations on the same arrays, so the same values bitwise; the two row
+    reductions are skipped), as torch's fused attention kernels do. A
+    training step then holds no Tq × Tk float array per layer, which at
+    T = 1,024 and D = 64 would be 5x the size of q, k and v. The forward's
+    weights are handed to the caller once (`weights`, taken by `F.attention`).
+
+    With P the weights and P' = P ⊙ keep / (1 − p) after dropout:
     dv = P'ᵀ g;  dP = (g vᵀ) ⊙ keep / (1 − p);  dS = P ⊙ (dP − Σ dP ⊙ P);
     dq = dS k · scale;  dk = dSᵀ q · scale;  d bias = dS.
     """
 
     def forward(self, q, k, v, bias=None, block=None, scale=1.0, keep_mask=None, p=0.0):
-        xp = xp_of(q)
-        s = q @ k.swapaxes(-1, -2)  # (..., Tq, Tk)
-        if scale != 1.0:
-            s *= q.dtype.type(scale)
-        if bias is not None:
-            s = _add_into(s, bias)
-        if block is not None:
-            # −inf where blocked, added in place: the (small, broadcast) mask becomes a bias once,
-            # instead of xp.where allocating a second full-size score array
-            s = _add_into(s, xp.where(block, q.dtype.type(-np.inf), q.dtype.type(0)))
-        w = softmax_array(s, -1, overwrite=True)  # s is our own temporary
-        self.weights = w
-        wd = w
+        w, stats = attention_weights(q, k, bias, block, scale, with_stats=True)
+        self.weights = w  # for the caller, who takes it (F.attention); backward does not read it
         self.keep, self.pscale = keep_mask, q.dtype.type(1.0 / (1.0 - p)) if keep_mask is not None else None
-        if keep_mask is not None:  # bool (or 0/1) keep mask: P' = P ⊙ keep · 1/(1 − p)
-            wd = w * keep_mask
-            wd *= self.pscale
-        self.saved = (q, k, v, wd)
         self.scale = scale
-        return _matmul_heads_interleaved(wd, v)
+        if any(self.needs_input_grad):
+            self.saved = (q, k, v, bias, block, stats)
+        return _matmul_heads_interleaved(self._dropped(w), v)
+
+    def _dropped(self, w):
+        """P' = P ⊙ keep · 1/(1 − p) (a new array), or P itself without dropout."""
+        if self.keep is None:
+            return w
+        wd = w * self.keep
+        wd *= self.pscale
+        return wd
 
     @property
     def drop(self):
@@ -331,9 +363,11 @@ class Attention(Function):
         return None if self.keep is None else self.keep * self.pscale
 
     def backward(self, grad):
-        q, k, v, wd = self.saved
-        w = self.weights
+        q, k, v, bias, block, stats = self.saved
+        w = attention_weights(q, k, bias, block, self.scale, stats=stats)  # the forward's weights, again
+        wd = self._dropped(w)
         gv = wd.swapaxes(-1, -2) @ grad if self.needs_input_grad[2] else None
+        del wd
         gw = grad @ v.swapaxes(-1, -2)
         if self.keep is not None:
             gw *= self.keep

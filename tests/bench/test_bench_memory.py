@@ -1,0 +1,52 @@
+"""Peak memory of a benchmark step (seqlab/bench/memory.py): the measurement, its report line and target row."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from seqlab.bench import memory
+from seqlab.bench.report import targets
+from seqlab.bench.result import BenchResult
+
+LINUX = sys.platform.startswith("linux")
+
+
+def test_compare_measures_both_libraries_in_fresh_processes():
+    mem = memory.compare("gpt-train", threads=1, steps=1, repeats=1)
+    assert set(mem) == {"seqlab", "torch"}
+    for side, r in mem.items():
+        assert "error" not in r, r
+        assert r["side"] == side and r["threads"] == 1 and len(r["runs"]) == 1
+        if LINUX:  # a training step allocates activations and gradients: both peaks are real and positive
+            assert r["step_peak_bytes"] > 1 << 20 and r["first_peak_bytes"] > 1 << 20
+            assert r["built_rss_bytes"] > r["step_peak_bytes"]  # the models and libraries themselves
+    line = memory.note(mem)
+    assert line.startswith("peak memory of a step") and "seqlab" in line and "torch" in line
+
+
+def test_measure_refuses_an_unknown_benchmark_or_side():
+    with pytest.raises(ValueError, match="encoder-train"):
+        memory.measure("attention-long", "seqlab")
+    with pytest.raises(ValueError, match="torch"):
+        memory.measure("gpt-train", "jax")
+
+
+def test_a_failed_measurement_is_reported_not_raised():
+    mem = {"seqlab": {"name": "gpt-train", "side": "seqlab", "error": "MemoryError"}, "torch": {"step_peak_bytes": 1}}
+    assert memory.note(mem) == "peak memory: not measured (MemoryError)"
+
+
+def test_median_ignores_unknown_values():
+    assert memory._median([3, None, 1, 2]) == 2
+    assert memory._median([None]) is None
+
+
+@pytest.mark.parametrize("ours, theirs, met", [(30 << 20, 32 << 20, "yes"), (33 << 20, 32 << 20, "no")])
+def test_the_targets_table_reads_the_step_peaks(ours, theirs, met):
+    r = BenchResult("gpt-train", "d", ["benchmark"], [["gpt-train"]],
+                    data={"seqlab_s": 1.0, "torch_s": 1.0,
+                          "memory": {"seqlab": {"step_peak_bytes": ours}, "torch": {"step_peak_bytes": theirs}}})
+    row = [line for line in targets([r]).splitlines() if "peak memory" in line]
+    assert row == [f"| gpt-train peak memory of a step | ≤ torch | {ours / 2 ** 20:.1f} vs {theirs / 2 ** 20:.1f} MiB "
+                   f"| {met} |"]
