@@ -41,6 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "768 dims, block 1024, vocab 50304; encoder d 768, 12 layers, seq 512) for a GPU")
     p.add_argument("--repeats", type=int, default=None, metavar="N",
                    help="alternating rounds per benchmark (default 7; 2 for attention-long)")
+    p.add_argument("--no-memory", action="store_true",
+                   help="skip the peak-memory measurement of the model benchmarks (three fresh processes per "
+                        "library and benchmark, about half a minute each benchmark)")
     p.add_argument("--steps", type=int, default=3, metavar="N", help="steps under the profiler (--profile)")
     p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                    help="--profile's clock: wall time, or this thread's CPU time (steadier on a busy machine; "
@@ -135,7 +138,8 @@ def run(args) -> int:
             where = f"{got} thread{'s' if got != 1 else ''}" if device == "cpu" else info["gpu"]
             sized = f"size {size}, " if size != "default" or device != "cpu" else ""
             print(f"running {name} ({sized}{where}, load {load_average()}) ...", file=sys.stderr, flush=True)
-            kwargs = {"data_dir": args.data_dir, "threads": got, "device": device, "size": size}
+            kwargs = {"data_dir": args.data_dir, "threads": got, "device": device, "size": size,
+                      "measure_memory": not args.no_memory}
             if args.repeats is not None:
                 kwargs["rounds"] = args.repeats
             r = run_one(name, **kwargs)
