@@ -122,6 +122,31 @@ def test_kv_cache_step_by_step_equals_full_forward():
     np.testing.assert_allclose(np.concatenate(steps, 1), full, rtol=1e-5, atol=1e-5)
 
 
+def test_generation_allocates_its_kv_cache_once(monkeypatch):
+    """generate() sizes the cache for prompt + new tokens: its buffers are never grown (copied), and the
+    tokens are those of the growing cache."""
+    from seqlab.models import generation, outputs
+
+    seqlab.manual_seed(0)
+    m = GPT(GPTConfig(vocab_size=40, n_positions=300, n_embd=16, n_layer=2, n_head=2, eos_token_id=None)).eval()
+    ids = np.random.default_rng(1).integers(0, 40, (2, 7))
+    grown = []
+    original = outputs._grow
+    monkeypatch.setattr(outputs, "_grow", lambda *a: grown.append(a[2]) or original(*a))
+    made = []
+    monkeypatch.setattr(generation, "KVCache", lambda **kw: made.append(outputs.KVCache(**kw)) or made[-1])
+    tokens = m.generate(ids, max_new_tokens=200)
+    assert grown == [] and made[0].capacity == 207 and made[0]._k[0].shape[2] == 207
+    growing = outputs.KVCache()  # the same generation, buffers doubling from 64
+    out = m(ids, use_cache=True, past_key_values=growing)
+    seq = np.concatenate([ids, out.logits.numpy()[:, -1:].argmax(-1)], 1)
+    for _ in range(199):
+        out = m(seq[:, -1:], use_cache=True, past_key_values=growing)
+        seq = np.concatenate([seq, out.logits.numpy()[:, -1:].argmax(-1)], 1)
+    assert grown  # the plain cache did grow
+    np.testing.assert_array_equal(tokens, seq)
+
+
 def test_sampling_controls():
     seqlab.manual_seed(0)
     m = GPT(GPTConfig(vocab_size=30, n_positions=64, n_embd=16, n_layer=1, n_head=2, eos_token_id=None)).eval()

@@ -42,11 +42,12 @@ def _eos_list(eos) -> list[int]:
 class _CausalStepper:
     """GPT: feeds the prompt once, then one token per step; tracks mask and position ids."""
 
-    def __init__(self, model, ids: np.ndarray, mask: np.ndarray, use_cache: bool):
+    def __init__(self, model, ids: np.ndarray, mask: np.ndarray, use_cache: bool, max_new_tokens: int = 0):
         self.model, self.use_cache = model, use_cache
         self.mask = mask
         self.positions = np.where(mask == 0, 0, mask.cumsum(-1) - 1)  # (B, T): left padding starts at 0
-        self.cache = KVCache() if use_cache else None
+        # room for the whole generation from the start: the cache never grows (no copies)
+        self.cache = KVCache(capacity=ids.shape[1] + max_new_tokens) if use_cache else None
         self.prompt_len = ids.shape[1]
 
     def logits(self, seqs: np.ndarray) -> np.ndarray:
@@ -181,14 +182,14 @@ def generate(model, input_ids, attention_mask=None, *, max_new_tokens: int = 20,
                 start = np.full((ids.shape[0], 1), model.decoder_start_token_id, dtype=np.int64)
             else:
                 stepper = _CausalStepper(model, np.repeat(ids, num_beams, 0), np.repeat(mask, num_beams, 0),
-                                         use_cache)
+                                         use_cache, max_new_tokens)
                 start = ids
             return beam_search(stepper, start, num_beams, max_new_tokens, eos, pad, length_penalty, early_stopping)
         if seq2seq:
             stepper = _Seq2SeqStepper(model, ids, mask, use_cache)
             seqs = np.full((ids.shape[0], 1), model.decoder_start_token_id, dtype=np.int64)
         else:
-            stepper, seqs = _CausalStepper(model, ids, mask, use_cache), ids
+            stepper, seqs = _CausalStepper(model, ids, mask, use_cache, max_new_tokens), ids
         rng = generator or np.random.default_rng(seed)
         return _sample_loop(stepper, seqs, max_new_tokens, do_sample, temperature, top_k, top_p, eos, pad, rng)
     finally:

@@ -102,11 +102,15 @@ class KVCache:
 
     The arrays live in buffers that double when full, so appending one
     position copies one position (amortised), not the whole history: the
-    cost of a new token is its attention over T keys plus a constant. The
-    cache stores plain arrays (no graph): it is for inference.
+    cost of a new token is its attention over T keys plus a constant. With
+    `capacity` (generation knows prompt + new tokens) the first buffer has
+    room for that many positions and never grows: no copy, and no doubling
+    slack in memory. The cache stores plain arrays (no graph): it is for
+    inference.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, capacity: int = 0) -> None:
+        self.capacity = capacity
         self._k: list = []
         self._v: list = []
         self._len: list[int] = []
@@ -123,7 +127,7 @@ class KVCache:
         t = ka.shape[2]
         if layer == len(self._k):
             xp = backend.xp_of(ka)
-            cap = max(2 * t, 64)
+            cap = max(self.capacity, t) if self.capacity else max(2 * t, 64)
             self._k.append(xp.empty(ka.shape[:2] + (cap,) + ka.shape[3:], dtype=ka.dtype))
             self._v.append(xp.empty(va.shape[:2] + (cap,) + va.shape[3:], dtype=va.dtype))
             self._len.append(0)
