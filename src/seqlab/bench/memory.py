@@ -104,7 +104,7 @@ def measure(name: str, side: str, steps: int = 2, threads: int | None = None, da
     n = set_threads(threads)
     built = MODULES[name].build(data_dir=data_dir) if name == "bert-infer" else MODULES[name].build()
     step = built[0] if side == "seqlab" else built[1]
-    del built  # the step's closure holds what it needs
+    del built  # the step's closure holds its model and inputs; the other library's are freed before the baseline
     base = settled_rss_kb()
     ok = reset_peak()
     step()
