@@ -50,16 +50,14 @@ def _gpu_result(mod, c, size: str, t, flops: float) -> BenchResult:
     return BenchResult(mod.NAME, mod.describe(c, size, "cuda"), GPU_HEADERS, [row], notes, data)
 
 
-def _with_memory(res: BenchResult, name: str, threads: int | None, data_dir=None) -> BenchResult:
+def _with_memory(res: BenchResult, name: str, threads: int | None, data_dir=None) -> None:
     """Add both libraries' step peak memory (`seqlab.bench.memory`, fresh processes) to a CPU result."""
     mem = memory.compare(name, threads, data_dir=data_dir)
     res.notes.append(memory.note(mem))
     res.data["memory"] = mem
-    return res
 
 
-def _train(mod, rounds: int, extra=None, device: str = "cpu", size: str = "default", threads: int | None = None,
-           measure_memory: bool = True) -> BenchResult:
+def _train(mod, rounds: int, extra=None, device: str = "cpu", size: str = "default") -> BenchResult:
     before = load_average()
     c = mod.SIZES[size]
     if device != "cpu":
@@ -76,11 +74,10 @@ def _train(mod, rounds: int, extra=None, device: str = "cpu", size: str = "defau
                       data={**_data(t), "device": "cpu", "size": size, "config": asdict(c)})
     if extra:
         extra(res, t, c)
-    return _with_memory(res, mod.NAME, threads) if measure_memory and size == "default" else res
+    return res
 
 
-def run_encoder_train(rounds: int = 7, device: str = "cpu", size: str = "default", threads: int | None = None,
-                      measure_memory: bool = True, **_) -> BenchResult:
+def run_encoder_train(rounds: int = 7, device: str = "cpu", size: str = "default", **_) -> BenchResult:
     def gflops(res: BenchResult, t, c) -> None:
         f = encoder_train.train_flops(c)
         peak, peak_cpu = gemm.numpy_rates()
@@ -94,36 +91,32 @@ def run_encoder_train(rounds: int = 7, device: str = "cpu", size: str = "default
             f"({peak / 1e9:.1f} GFLOP/s, best of the `gemm` shapes), torch {t_rate / 1e9:.1f} GFLOP/s = "
             f"{100 * t_rate / peak:.0f}%. By CPU time: seqlab {s_cpu / 1e9:.1f} of {peak_cpu / 1e9:.1f} GFLOP/s = "
             f"{100 * s_cpu / peak_cpu:.0f}%, torch {100 * t_cpu / peak_cpu:.0f}%")
-    return _train(encoder_train, rounds, gflops, device, size, threads, measure_memory)
+    return _train(encoder_train, rounds, gflops, device, size)
 
 
-def run_gpt_train(rounds: int = 7, device: str = "cpu", size: str = "default", threads: int | None = None,
-                  measure_memory: bool = True, **_) -> BenchResult:
-    return _train(gpt_train, rounds, device=device, size=size, threads=threads, measure_memory=measure_memory)
+def run_gpt_train(rounds: int = 7, device: str = "cpu", size: str = "default", **_) -> BenchResult:
+    return _train(gpt_train, rounds, device=device, size=size)
 
 
-def run_bert_infer(rounds: int = 7, data_dir=None, threads: int | None = None, measure_memory: bool = True,
-                   **_) -> BenchResult:
+def run_bert_infer(rounds: int = 7, data_dir=None, **_) -> BenchResult:
     before = load_average()
     fs, ft, diff, x = bert_infer.build(data_dir=data_dir)
     t = compare(fs, ft, rounds=rounds, warmup=2, min_time=0.0, settle=0.3, wake=False)
     B, T = x["input_ids"].shape
-    res = BenchResult(bert_infer.NAME, bert_infer.DESCRIPTION, HEADERS,
-                      [_row(f"{bert_infer.NAME} ({B}×{T} tokens)", t, before)],
-                      notes=[f"largest |seqlab − transformers| of the last hidden state: {diff:.1e}"],
-                      data={**_data(t), "max_abs_diff": diff, "shape": [B, T]})
-    return _with_memory(res, bert_infer.NAME, threads, data_dir) if measure_memory else res
+    return BenchResult(bert_infer.NAME, bert_infer.DESCRIPTION, HEADERS,
+                       [_row(f"{bert_infer.NAME} ({B}×{T} tokens)", t, before)],
+                       notes=[f"largest |seqlab − transformers| of the last hidden state: {diff:.1e}"],
+                       data={**_data(t), "max_abs_diff": diff, "shape": [B, T]})
 
 
-def run_gpt_generate(rounds: int = 5, threads: int | None = None, measure_memory: bool = True, **_) -> BenchResult:
+def run_gpt_generate(rounds: int = 5, **_) -> BenchResult:
     before = load_average()
     fs, ft, same = gpt_generate.build()
     t = compare(fs, ft, rounds=rounds, warmup=1, min_time=0.0, settle=0.3, wake=False)
-    res = BenchResult(gpt_generate.NAME, gpt_generate.DESCRIPTION, HEADERS, [_row(gpt_generate.NAME, t, before)],
-                      notes=[f"same 256 tokens from both: {'yes' if same else 'NO'}; "
-                             f"seqlab {256 / t.seqlab_s:.0f} tokens/s, transformers {256 / t.torch_s:.0f} tokens/s"],
-                      data={**_data(t), "same_tokens": same})
-    return _with_memory(res, gpt_generate.NAME, threads) if measure_memory else res
+    return BenchResult(gpt_generate.NAME, gpt_generate.DESCRIPTION, HEADERS, [_row(gpt_generate.NAME, t, before)],
+                       notes=[f"same 256 tokens from both: {'yes' if same else 'NO'}; "
+                              f"seqlab {256 / t.seqlab_s:.0f} tokens/s, transformers {256 / t.torch_s:.0f} tokens/s"],
+                       data={**_data(t), "same_tokens": same})
 
 
 def run_attention_long(rounds: int = 2, threads: int | None = None, lengths=(4096, 16384), **_) -> BenchResult:
@@ -137,8 +130,8 @@ def run_attention_long(rounds: int = 2, threads: int | None = None, lengths=(409
             if "error" in r:
                 rows.append([T, impl, "failed", "", r["error"][:60]])
                 continue
-            mib = (lambda b: "n/a" if b is None else f"{b / 2 ** 20:.1f}")
-            rows.append([T, impl, mib(r["peak_rss_bytes"]), mib(r["tracemalloc_peak_bytes"]), f"{r['seconds']:.2f}"])
+            rows.append([T, impl, memory.mib(r["peak_rss_bytes"]), memory.mib(r["tracemalloc_peak_bytes"]),
+                         f"{r['seconds']:.2f}"])
     return BenchResult(attention_long.NAME, attention_long.DESCRIPTION, headers, rows,
                        notes=["memory: peak resident set above the inputs, one fresh process per cell "
                               "(see seqlab/bench/attention_long.py); time: median of the runs after the measured one",
@@ -205,10 +198,14 @@ def check(name: str, device: str = "cpu", size: str = "default") -> None:
         raise ValueError(f"--size {size} applies to {' and '.join(SIZED)} only, not {name}")
 
 
-def run(name: str, device: str = "cpu", size: str = "default", **kwargs) -> BenchResult:
+def run(name: str, device: str = "cpu", size: str = "default", measure_memory: bool = True, **kwargs) -> BenchResult:
     """Run benchmark `name`; `device` "cuda" (encoder-train, gpt-train: CuPy against torch CUDA) and
-    `size` "large" (the same two at GPU sizes) are checked first."""
+    `size` "large" (the same two at GPU sizes) are checked first. A model benchmark on the CPU at its
+    default size also gets both libraries' step peak memory (`measure_memory`; `seqlab.bench.memory`)."""
     check(name, device, size)
     if device != "cpu" or size != "default":
         kwargs.update(device=device, size=size)
-    return RUNNERS[name](**kwargs)
+    res = RUNNERS[name](**kwargs)
+    if measure_memory and device == "cpu" and size == "default" and name in memory.MODULES:
+        _with_memory(res, name, kwargs.get("threads"), kwargs.get("data_dir"))
+    return res
