@@ -99,9 +99,10 @@ def _attention_composed(q, k, v, bias):
     return (e / e.sum(-1, keepdim=True)) @ v
 
 
-def test_attention_fused_backward_equals_composed():
+@pytest.mark.parametrize("d", [3, 6])  # Tk = 5 > D: backward recomputes the weights; Tk <= D: it keeps them
+def test_attention_fused_backward_equals_composed(d):
     rng = np.random.default_rng(3)
-    arrays = [rng.standard_normal(s) for s in [(2, 2, 4, 3), (2, 2, 5, 3), (2, 2, 5, 6), (1, 2, 4, 5)]]
+    arrays = [rng.standard_normal(s) for s in [(2, 2, 4, d), (2, 2, 5, d), (2, 2, 5, 6), (1, 2, 4, 5)]]
     g = rng.standard_normal((2, 2, 4, 6))
     a = [seqlab.tensor(x, requires_grad=True) for x in arrays]
     b = [seqlab.tensor(x, requires_grad=True) for x in arrays]
@@ -169,18 +170,29 @@ def test_sdpa_shape_errors_name_the_shapes():
         F.scaled_dot_product_attention(seqlab.randn(2, 3), seqlab.randn(4, 5), seqlab.randn(4, 5))
 
 
+@pytest.mark.parametrize("d", [4, 16])
 @pytest.mark.parametrize("dropout_p", [0.0, 0.2])
-def test_attention_keeps_no_weights_for_backward(dropout_p):
-    """Backward computes the (Tq, Tk) weights again from q, k and the kept row max and sum, so the op
-    holds no float array of that shape; the gradients stay those of the composed formula."""
+def test_attention_keeps_weights_for_backward_only_when_short(dropout_p, d):
+    """Tk = 16 > D = 4: backward computes the (Tq, Tk) weights again from q, k and the kept row max and
+    sum, so the op holds no float array of that shape. Tk = 16 <= D = 16: the weights are no larger than
+    q, the op keeps them and hands the caller a read-only view. Either way the gradients are those of the
+    composed formula."""
     rng = np.random.default_rng(6)
-    q, k, v = (seqlab.tensor(rng.standard_normal((2, 3, 16, 4)), requires_grad=True) for _ in range(3))
+    q, k, v = (seqlab.tensor(rng.standard_normal((2, 3, 16, d)), requires_grad=True) for _ in range(3))
     out, fn = fused.Attention.apply_with_fn(q, k, v, None, block=np.triu(np.ones((16, 16), bool), 1), scale=0.5,
                                             keep_mask=(rng.random((2, 3, 16, 16)) >= dropout_p) if dropout_p else None,
                                             p=dropout_p)
     weights, fn.weights = fn.weights, None  # as F.attention does
     held = [a for a in fn.saved if isinstance(a, np.ndarray)] + [a for a in vars(fn).values() if isinstance(a, np.ndarray)]
-    assert not [a for a in held if a.shape[-2:] == (16, 16) and a.dtype.kind == "f"]
+    held_weights = [a for a in held if a.shape[-2:] == (16, 16) and a.dtype.kind == "f"
+                    and not any(a is t.data for t in (q, k, v))]
+    if d < 16:
+        assert not held_weights
+    else:
+        assert len(held_weights) == 1 and np.shares_memory(held_weights[0], weights)
+        assert not weights.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            weights[0, 0, 0, 0] = 1.0
     drop = fn.drop if dropout_p else 1.0
     g = rng.standard_normal(out.shape)
     out.backward(g)

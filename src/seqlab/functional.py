@@ -284,7 +284,7 @@ def attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None, dropout
         keep = _keep_mask(xp, shape, dropout_p, q.dtype, generator)  # bool, True = keep
     inputs = [q, k, v, bias]
     out, fn = Fu.Attention.apply_with_fn(*inputs, block=block, scale=s, keep_mask=keep, p=dropout_p)
-    weights, fn.weights = fn.weights, None  # the op does not keep them (its backward recomputes them)
+    weights, fn.weights = fn.weights, None  # handed over once: fn drops its reference
     return out, Tensor._from_op(weights, None)
 
 

@@ -50,3 +50,15 @@ def test_the_targets_table_reads_the_step_peaks(ours, theirs, met):
     row = [line for line in targets([r]).splitlines() if "peak memory" in line]
     assert row == [f"| gpt-train peak memory of a step | ≤ torch | {ours / 2 ** 20:.1f} vs {theirs / 2 ** 20:.1f} MiB "
                    f"| {met} |"]
+
+
+@pytest.mark.parametrize("module", ["seqlab.bench.memory", "seqlab.bench.attention_long"])
+def test_the_measurement_modules_run_with_python_m_without_a_warning(module):
+    """results.md gives `python -m seqlab.bench.memory ...`: the package must not have imported the module
+    already (runpy then warns on every run), so seqlab.bench imports its runner only on first use."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", module, "--help"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "usage" in proc.stdout and "RuntimeWarning" not in proc.stderr

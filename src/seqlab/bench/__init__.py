@@ -14,8 +14,16 @@ benchmarks/*.py are thin scripts around the same functions.
 (`seqlab.bench.device`); benchmarks/gpu.sh runs both sizes on a GPU.
 """
 from seqlab.bench.result import BenchResult
-from seqlab.bench.runner import RUNNERS, profile_target, run
-
-NAMES = tuple(RUNNERS)
 
 __all__ = ["BenchResult", "NAMES", "profile_target", "run"]
+
+
+def __getattr__(name: str):
+    """`run`, `profile_target`, `NAMES` from `seqlab.bench.runner`, imported on first use: the runner imports
+    every benchmark module, and `python -m seqlab.bench.memory` (or attention_long) must not find its own
+    module imported already by the package."""
+    if name in ("run", "profile_target", "NAMES"):
+        from seqlab.bench import runner
+
+        return tuple(runner.RUNNERS) if name == "NAMES" else getattr(runner, name)
+    raise AttributeError(f"module 'seqlab.bench' has no attribute {name!r}")

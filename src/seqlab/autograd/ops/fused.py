@@ -326,14 +326,17 @@ class Attention(Function):
     broadcast to (..., Tq, Tk). A row with every key blocked gets all-zero
     weights, so its output and gradients are 0 rather than NaN.
 
-    Backward keeps q, k, v, the masks, dropout's bool keep mask and the
-    softmax's row max and sum, not the (..., Tq, Tk) weights: it computes
-    them again from q and k with the kept row statistics (the same
-    operations on the same arrays, so the same values bitwise; the two row
-    reductions are skipped), as torch's fused attention kernels do. A
-    training step then holds no Tq × Tk float array per layer, which at
-    T = 1,024 and D = 64 would be 5x the size of q, k and v. The forward's
-    weights are handed to the caller once (`weights`, taken by `F.attention`).
+    Backward keeps q, k, v, the masks and dropout's bool keep mask. When the
+    weights are larger than q (Tk > D) it keeps the softmax's row max and sum
+    instead of the (..., Tq, Tk) weights, and computes the weights again from
+    q and k with them (the same operations on the same arrays, so the same
+    values bitwise; the two row reductions are skipped), as torch's fused
+    attention kernels do: a training step then holds no Tq × Tk float array
+    per layer, which at T = 1,024 and D = 64 would be 5x the size of q, k and
+    v. Short sequences (Tk ≤ D) keep the weights, which cost no more memory
+    than q, and skip that work. The forward's weights are handed to the
+    caller once (`weights`, taken by `F.attention`; read-only on NumPy when
+    backward keeps them).
 
     With P the weights and P' = P ⊙ keep / (1 − p) after dropout:
     dv = P'ᵀ g;  dP = (g vᵀ) ⊙ keep / (1 − p);  dS = P ⊙ (dP − Σ dP ⊙ P);
@@ -342,11 +345,17 @@ class Attention(Function):
 
     def forward(self, q, k, v, bias=None, block=None, scale=1.0, keep_mask=None, p=0.0):
         w, stats = attention_weights(q, k, bias, block, scale, with_stats=True)
-        self.weights = w  # for the caller, who takes it (F.attention); backward does not read it
+        self.weights = w  # for the caller, who takes it (F.attention)
         self.keep, self.pscale = keep_mask, q.dtype.type(1.0 / (1.0 - p)) if keep_mask is not None else None
         self.scale = scale
         if any(self.needs_input_grad):
-            self.saved = (q, k, v, bias, block, stats)
+            if w.shape[-1] <= q.shape[-1]:  # Tk <= D: the weights take no more memory than q; keep them
+                self.saved = (q, k, v, bias, block, w)
+                if xp_of(w) is np:  # the caller gets a read-only view: writing into it would corrupt backward
+                    self.weights = w.view()
+                    self.weights.flags.writeable = False
+            else:
+                self.saved = (q, k, v, bias, block, stats)
         return _matmul_heads_interleaved(self._dropped(w), v)
 
     def _dropped(self, w):
@@ -363,8 +372,11 @@ class Attention(Function):
         return None if self.keep is None else self.keep * self.pscale
 
     def backward(self, grad):
-        q, k, v, bias, block, stats = self.saved
-        w = attention_weights(q, k, bias, block, self.scale, stats=stats)  # the forward's weights, again
+        q, k, v, bias, block, kept = self.saved
+        if isinstance(kept, tuple):  # the row statistics: the forward's weights, computed again
+            w = attention_weights(q, k, bias, block, self.scale, stats=kept)
+        else:
+            w = kept
         wd = self._dropped(w)
         gv = wd.swapaxes(-1, -2) @ grad if self.needs_input_grad[2] else None
         del wd
