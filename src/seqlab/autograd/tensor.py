@@ -6,6 +6,7 @@ primitive `Function` (see `ops/`) or a composition of them.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -586,11 +587,11 @@ def _check_matmul(a: Sequence[int], b: Sequence[int]) -> None:
 
 
 def _check_reshape(shape, new_shape) -> None:
-    size = int(np.prod(shape))
+    size = math.prod(shape)  # Python ints: np.prod costs microseconds per call, on every reshape
     known = [s for s in new_shape if s != -1]
     if new_shape.count(-1) > 1:
         raise ValueError(f"reshape {tuple(new_shape)}: only one dimension can be -1")
-    prod = int(np.prod(known)) if known else 1
+    prod = math.prod(known)
     if (-1 in new_shape and (prod == 0 or size % prod)) or (-1 not in new_shape and prod != size):
         raise ValueError(f"cannot reshape a tensor of shape {tuple(shape)} ({size} elements) "
                          f"into {tuple(new_shape)}")
