@@ -144,3 +144,25 @@ def test_resume_refuses_a_run_config_that_does_not_match_the_checkpoint(cli, tmp
     (run / "config.json").write_text(json.dumps(record))
     code, _, err = cli("train", "toy-classifier", "--out", run, "--resume")
     assert code == 1 and "does not match" in _one_error_line(err)
+
+
+def test_resume_uses_the_dataset_folder_the_run_started_with(cli, tmp_path, monkeypatch):
+    """`--data-dir` is recorded in the run's config.json, so `--resume` without it reads the same data
+    (offline, the other sources would be a download)."""
+    from seqlab.train import runs
+
+    data = tmp_path / "data"
+    data.mkdir()
+    run_dir = tmp_path / "r"
+    code, _, err = cli("train", "toy-classifier", "--out", run_dir, "--data-dir", data,
+                       "--set", "max_steps=4", "--set", "checkpoint_every=2", "--max-minutes", "5", "--no-progress")
+    assert code == 0, err
+    assert json.loads((run_dir / "config.json").read_text())["data_dir"] == str(data.resolve())
+    module = runs.get_task("toy-classifier")
+    seen = []
+    build = module.build
+    monkeypatch.setattr(module, "build", lambda config, out, data_dir, *a: seen.append(data_dir) or build(
+        config, out, data_dir, *a))
+    code, _, err = cli("train", "toy-classifier", "--out", run_dir, "--resume", "--max-minutes", "6", "--no-progress")
+    assert code == 0, err
+    assert seen == [data.resolve()]

@@ -79,7 +79,8 @@ def train(task_name: str | None, out: str | Path, layers: Iterable[tuple[Mapping
     """Train `task_name` into `out` (layers: (settings, source) overriding the task's defaults).
 
     With ``resume=True`` the settings come from the run folder; layers may
-    change only `RESUMABLE_KEYS` (anything else must equal the saved value).
+    change only `RESUMABLE_KEYS` (anything else must equal the saved value),
+    and without `data_dir` the run's own dataset folder is used again.
     """
     out = Path(out)
     layers = list(layers)
@@ -93,6 +94,8 @@ def train(task_name: str | None, out: str | Path, layers: Iterable[tuple[Mapping
             raise ConfigError(f"conflicting options: task {task_name!r} but {out} is a {record['task']!r} run")
         task_name = record["task"]
         saved = record["config"]
+        if data_dir is None and record.get("data_dir") and Path(record["data_dir"]).is_dir():
+            data_dir = record["data_dir"]  # the dataset folder the run was started with
         changes: dict[str, Any] = {}
         module = get_task(task_name)
         # A setting newer than the run (e.g. ema_decay) counts as its default, the value the run had.
@@ -131,7 +134,8 @@ def train(task_name: str | None, out: str | Path, layers: Iterable[tuple[Mapping
         raise ConfigError(f"task {task_name!r} cannot be trained (no batches or loss)")
     record = {"format": RUN_FORMAT, "task": task_name, "config": config.to_dict(),
               "model_config": task.model_config, "info": task.info,
-              "parameters": int(task.model.num_parameters())}
+              "parameters": int(task.model.num_parameters()),
+              "data_dir": str(Path(data_dir).resolve()) if data_dir else None}  # so --resume needs no --data-dir
     write_json_atomic(out / RUN_CONFIG, record)
     d_model = task.model_config.get("d_model") if isinstance(task.model_config, dict) else None
     trainer = Trainer(task.model, task.optimizer_factory or make_optimizer(config), task.batches, task.loss_fn,
