@@ -45,6 +45,8 @@ def test_fit_minutes_cuts_the_plan_so_the_later_steps_still_fit():
     assert tour.fit_minutes(2.0, left_s=600, later_s=100) == pytest.approx(2.0)        # ahead: the plan
     assert tour.fit_minutes(2.0, left_s=150, later_s=90) == pytest.approx(1.0)         # behind: what is left
     assert tour.fit_minutes(2.0, left_s=10, later_s=90, floor_s=3) == pytest.approx(0.05)  # never below the floor
+    assert tour.fit_minutes(2.0, left_s=10, later_s=90) == pytest.approx(1.0)  # by default: half the plan
+    assert tour.fit_minutes(0.02, left_s=0, later_s=90) == pytest.approx(tour.MIN_TRAIN_S / 60)  # or MIN_TRAIN_S
 
 
 def test_synthetic_reviews_are_labelled_by_negation_aware_polarity():
@@ -103,6 +105,7 @@ def quick(monkeypatch):
 def test_tour_on_the_shared_data_writes_every_file_and_a_summary(tmp_path, monkeypatch, capsys, quick):
     monkeypatch.setenv("SEQLAB_DATA", str(shared_data()))
     monkeypatch.setenv("SEQLAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(tour, "MIN_SHARE", 0.0)  # half-second trainings: this test checks the files, not the plan
     out = tmp_path / "demo"
     threads = current_blas_threads()
     assert main(["demo", "--out", str(out), "--minutes", "0.1", "--mlp-steps", "20"]) == 0
@@ -156,6 +159,7 @@ def test_without_data_or_network_the_tour_trains_synthetic_tasks_and_says_so(tmp
     assert text.count("could not be had") == 2 and f"127.0.0.1:{port}" in text
     assert "SYNTHETIC sentiment task" in text and "SYNTHETIC play text" in text
     assert "on the SYNTHETIC task" in text  # the accuracy line says it too
+    assert "0.0 min" not in text and "training for 0.7 s" in text  # half of SST-2's 44 % of 3 s, in seconds
     results = json.loads((out / "tour.json").read_text(encoding="utf-8"))
     assert results["sentiment"]["source"] == results["gpt"]["source"] == "synthetic"
     assert (out / "synthetic-sentiment" / "best").is_dir() and not (out / "sst2-transformer").exists()

@@ -381,11 +381,18 @@ def plan(total_minutes: float) -> dict[str, float]:
 
 
 MIN_TRAIN_S = 2.0  # however late the tour runs, each training gets this long
+MIN_SHARE = 0.5    # ... and at least this fraction of its planned minutes
 
 
 def fit_minutes(planned: float, left_s: float, later_s: float, floor_s: float | None = None) -> float:
-    """The plan, cut so that what comes after (later_s seconds) still fits in left_s; at least floor_s."""
-    floor_s = MIN_TRAIN_S if floor_s is None else floor_s
+    """The plan, cut so that what comes after (later_s seconds) still fits in left_s; at least floor_s.
+
+    The default floor is MIN_SHARE of the plan (at least MIN_TRAIN_S): a
+    budget too small for the tour's fixed costs (loading, evaluation, pictures:
+    about a minute) still trains each step for half its share, and the tour
+    runs past the budget instead.
+    """
+    floor_s = max(MIN_TRAIN_S, MIN_SHARE * planned * 60) if floor_s is None else floor_s
     return max(floor_s, min(planned * 60, left_s - later_s)) / 60
 
 

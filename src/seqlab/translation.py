@@ -26,6 +26,7 @@ import numpy as np
 
 SPECIAL_TOKENS = ("<pad>", "<s>", "</s>")
 PAD, BOS, EOS = 0, 1, 2
+SRC_TOKENIZER, TGT_TOKENIZER = "src_tokenizer", "tgt_tokenizer"  # folders of a run's two tokenizers
 
 
 def build_tokenizers(src_texts: Sequence[str], tgt_texts: Sequence[str], vocab_size: int = 8000):
@@ -268,8 +269,8 @@ def _save_run(out: Path, model, cfg, tok_src, tok_tgt, hyps, results) -> None:
     save_file({k: np.ascontiguousarray(to_numpy(v)) for k, v in model.state_dict().items()
                if k != "generator.weight" or not cfg.tie_output}, str(out / "model.safetensors"))
     (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
-    tok_src.save(out / "src_tokenizer")
-    tok_tgt.save(out / "tgt_tokenizer")
+    tok_src.save(out / SRC_TOKENIZER)
+    tok_tgt.save(out / TGT_TOKENIZER)
     (out / "test2016.hyp.txt").write_text("\n".join(hyps) + "\n", encoding="utf-8")
     (out / "results.json").write_text(json.dumps(results, indent=2, default=float) + "\n")
     if cfg.attention != "none":
@@ -307,4 +308,4 @@ def load_rnn_translation(run_dir):
         state["generator.weight"] = state["tgt_embedding.weight"]
     model.load_state_dict(state)
     model.eval()
-    return model, Tokenizer.from_pretrained(run / "src_tokenizer"), Tokenizer.from_pretrained(run / "tgt_tokenizer")
+    return model, Tokenizer.from_pretrained(run / SRC_TOKENIZER), Tokenizer.from_pretrained(run / TGT_TOKENIZER)

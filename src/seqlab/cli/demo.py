@@ -11,8 +11,10 @@ writes its files into the output folder (`--steps` runs a subset):
 
 then a summary of what was written where (also OUT/tour.json) and the
 commands to try next. The two training steps share --minutes (see
-`seqlab.tour.plan`); without data they train on built-in synthetic tasks and
-say so. The steps themselves live in `seqlab.tour` (and step `mlp`'s in
+`seqlab.tour.plan`; at least half their share when the budget is too small
+for the other steps); without data they train on built-in synthetic tasks and
+say so (a --data-dir that does not exist is an error, not a reason to). The
+steps themselves live in `seqlab.tour` (and step `mlp`'s in
 `seqlab.cli.spirals`, re-exported here); this file prints.
 """
 from __future__ import annotations
@@ -79,14 +81,28 @@ class TrainingBar:
         self.bar.close()
 
 
-def _minutes_for(ctx: Context, name: str) -> float:
-    """This step's training minutes: its share of --minutes, cut so that the later steps still fit."""
+def _minutes_for(ctx: Context, name: str) -> tuple[float, bool]:
+    """This step's training minutes: its share of --minutes, cut so that the later steps still fit but not
+    below its floor (`tour.fit_minutes`); and whether the floor held (the tour then runs past --minutes)."""
     from seqlab import tour
 
     planned = tour.plan(ctx.args.minutes)
     later = AFTER_TRAINING_S[name] + sum(planned[n] * 60 + AFTER_TRAINING_S[n]
                                          for n in ctx.wanted[ctx.wanted.index(name) + 1:] if n in planned)
-    return tour.fit_minutes(planned[name], ctx.left_s(), later)
+    left = ctx.left_s()
+    minutes = tour.fit_minutes(planned[name], left, later)
+    return minutes, minutes * 60 > left - later + 1e-6
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _duration(seconds: float) -> str:
+    """'2.0 min' from a minute on, else seconds ('45 s', '2.5 s'), so a short time never reads '0.0 min'."""
+    if seconds >= 59.5:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds:.0f} s" if seconds >= 9.95 else f"{seconds:.1f} s"
 
 
 def _where(ctx: Context) -> str:
@@ -174,8 +190,11 @@ def _train_on_data(ctx: Context, name: str, data: str, missing: Callable, instea
     error = missing(ctx.args.data_dir)
     if error:
         _no_data_banner(data, error, instead)
-    minutes = _minutes_for(ctx, name)
-    print(f"  training for {minutes:.1f} min, then {then}", flush=True)
+    minutes, over = _minutes_for(ctx, name)
+    print(f"  training for {_duration(minutes * 60)}, then {then}", flush=True)
+    if over:
+        print(f"  (--minutes {ctx.args.minutes:g} leaves too little for the steps still to come; this training "
+              f"keeps at least half its share, so the tour runs past its budget)", flush=True)
     bar = TrainingBar(desc, minutes)
     try:
         r = train(ctx.out, minutes, ctx.args.data_dir, ctx.args.seed, callbacks=[bar], synthetic=error is not None)
@@ -194,7 +213,7 @@ def step_sentiment(ctx: Context) -> list[str]:
     ctx.written.append((f"Transformer classifier run ({r['source']})", r["run_dir"]))
     acc = "n/a" if r["dev_acc"] is None else f"{r['dev_acc']:.3f}"
     lines = [f"  data: {r['source']}" + (f" ({r['examples']:,} training sentences)" if r["examples"] else ""),
-             f"  {r['steps']} steps in {r['seconds'] / 60:.1f} min (stopped: {r['stopped']}); "
+             f"  {_plural(r['steps'], 'step')} in {_duration(r['seconds'])} (stopped: {r['stopped']}); "
              f"dev accuracy {acc}" + (" on the SYNTHETIC task" if r["data_error"] else "")]
     lines += [f"  {s!r} -> {'positive' if y else 'negative'}" for s, y in r["probes"]]
     return lines
@@ -208,7 +227,7 @@ def step_gpt(ctx: Context) -> list[str]:
     ctx.written += [(f"character GPT run ({r['source']})", r["run_dir"]), ("its sample", r["sample_path"])]
     loss = "n/a" if r["val_loss"] is None else f"{r['val_loss']:.3f}"
     return [f"  data: {r['source']}",
-            f"  {r['steps']} steps in {r['seconds'] / 60:.1f} min (stopped: {r['stopped']}); "
+            f"  {_plural(r['steps'], 'step')} in {_duration(r['seconds'])} (stopped: {r['stopped']}); "
             f"validation loss {loss} nats/char",
             f"  sampled line: {r['line']!r}"]
 
@@ -228,7 +247,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="local dataset folder (default: $SEQLAB_DATA, else download; without data the training "
                         "steps use built-in synthetic tasks)")
     p.add_argument("--minutes", type=float, default=4.5, metavar="M",
-                   help="time budget of the whole tour (default 4.5; the SST-2 training gets 44%%, the GPT 33%%)")
+                   help="time budget of the whole tour (default 4.5; the SST-2 training gets 44%%, the GPT 33%%, "
+                        "and at least half of that when the budget is too small for the other steps)")
     p.add_argument("--steps", default=",".join(s.name for s in STEPS),
                    help="comma-separated tour steps to run (default: all of " + ", ".join(s.name for s in STEPS) + ")")
     p.add_argument("--seed", type=int, default=0)
@@ -277,13 +297,18 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--minutes must be > 0, got {args.minutes}")
     if args.blas_threads < 0:
         raise UsageError(f"--blas-threads must be >= 0, got {args.blas_threads}")
+    if args.data_dir is not None and not args.data_dir.is_dir():  # a typo, not a reason for the synthetic tasks
+        from seqlab.errors import DataError
+
+        raise DataError(f"data folder {args.data_dir} does not exist or is not a folder")
     from seqlab import tour
 
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     ctx = Context(args, out, wanted)
     with tour.blas_threads(args.blas_threads or None) as threads:
-        print(f"seqlab's first-run tour: {len(wanted)} steps in about {args.minutes:g} minutes, writing to {out}/ "
+        print(f"seqlab's first-run tour: {_plural(len(wanted), 'step')} in about "
+              f"{args.minutes:g} minute{'' if args.minutes == 1 else 's'}, writing to {out}/ "
               f"(NumPy's BLAS on {threads if threads is not None else 'its default number of'} thread(s))")
         for i, name in enumerate(wanted, 1):
             step = known[name]

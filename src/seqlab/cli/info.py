@@ -12,8 +12,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    from seqlab.errors import CheckpointError
     from seqlab.train.runs import describe
 
+    if args.run_dir.exists() and not args.run_dir.is_dir():
+        raise CheckpointError(f"{args.run_dir} is a file, not a run folder")
     info = describe(args.run_dir)
     if args.json:
         print(json.dumps(info))
