@@ -41,18 +41,6 @@ NATIVE_MODELS: tuple[tuple[str, str, str], ...] = (
 TOKENIZER_DIR = "tokenizer"
 
 
-@dataclasses.dataclass(frozen=True)
-class TranslationTokenizers:
-    """The two tokenizers of a translation folder (`seqlab.translation`): one for the source, one for the target.
-
-    `load_model` returns this in place of one tokenizer; `translation_attention`
-    runs such a model (`extract_attention` names every id with one tokenizer).
-    """
-
-    source: Any
-    target: Any
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("text", metavar="TEXT", help="the text to run the model on")
     p.add_argument("--pair", metavar="TEXT_B", help="a second sentence (BERT-like encoders: segment B)")
@@ -78,8 +66,8 @@ def run(args) -> int:
     layers = parse_layers(args.layers) if args.layers else None
     _make_folder(args.out)  # fail before the model loads
     model, tokenizer, label = load_model(args.model, args.checkpoint)
-    if isinstance(tokenizer, TranslationTokenizers):  # an RNN Seq2Seq: no positions to fit, two vocabularies
-        att = translation_attention(model, tokenizer, args.text, args.pair, args.target, layers=layers)
+    if isinstance(tokenizer, tuple):  # an RNN Seq2Seq's (source, target) tokenizers: no positions to fit
+        att = extract_attention(model, tokenizer, args.text, args.pair, args.target, layers=layers)
     else:
         text, pair, target = fit_inputs(model, tokenizer, args.text, args.pair, args.target, args.no_truncate,
                                         args.model)
@@ -140,47 +128,6 @@ def fit_inputs(model: Any, tokenizer: Any, text: str, pair: str | None, target: 
     return text, pair, target
 
 
-def translation_attention(model: Any, tokenizers: TranslationTokenizers, text: str, pair: str | None = None,
-                          target: str | None = None, *, layers: list[int] | None = None) -> Any:
-    """`extract_attention` for a Seq2Seq whose source and target have their own tokenizers.
-
-    The same ids and stack as extract_attention's Seq2Seq runner (source =
-    text </s>, decoder input = <s> target, the target being the model's greedy
-    output when None; one layer, one head of cross-attention, rows labelled by
-    the token each step predicts), but each side encoded and named by its own
-    tokenizer.
-    """
-    import numpy as np
-
-    from seqlab.autograd import no_grad
-    from seqlab.translation import BOS, EOS
-    from seqlab.viz import VizError
-    from seqlab.viz.extract import MAX_GENERATED, ModelAttention, _numpy, _select_layers
-
-    name = type(model).__name__
-    if pair is not None:
-        raise VizError(f"a sentence pair needs an encoder (BERT-like); {name} is a seq2seq model and takes one text")
-    if getattr(model.config, "attention", None) == "none":
-        raise VizError(f"this {name} has attention='none' (one fixed context vector): it has no attention "
-                       f"weights to show")
-    src = [*tokenizers.source.encode(text, add_special_tokens=False), EOS]
-    src_ids = np.asarray([src], dtype=np.int64)  # (1, S)
-    was_training = model.training
-    model.eval()
-    try:
-        with no_grad():
-            tgt = ([int(i) for i in model.generate(src_ids, max_len=MAX_GENERATED)[0]] if target is None
-                   else tokenizers.target.encode(target, add_special_tokens=False))
-            _, weights = model(src_ids, np.asarray([[BOS, *tgt]], dtype=np.int64), return_attention=True)
-    finally:
-        model.train(was_training)
-    alignment = _numpy(weights)[0]  # (T_tgt, T_src)
-    att = ModelAttention({"cross": [alignment[None]]}, tokenizers.source.convert_ids_to_tokens(src),
-                         target_tokens=tokenizers.target.convert_ids_to_tokens([*tgt, EOS]),
-                         kind="seq2seq", model_name=name)
-    return _select_layers(att, layers)
-
-
 # ---------------------------------------------------------------- loading a model and its tokenizer
 
 def load_model(spec: str, checkpoint: str = "best") -> tuple[Any, Any, str]:
@@ -190,7 +137,7 @@ def load_model(spec: str, checkpoint: str = "best") -> tuple[Any, Any, str]:
     class from ``model_type`` via `seqlab.models.AutoModel`), a `seqlab train`
     run folder (config.json with "task"; tokenizer from RUN_DIR/tokenizer or the
     run's pretrained name), or a seqlab model folder (see `NATIVE_MODELS`; a
-    Seq2Seq folder with src_tokenizer/ and tgt_tokenizer/ gives `TranslationTokenizers`).
+    Seq2Seq folder with src_tokenizer/ and tgt_tokenizer/ gives the pair (source, target) as its tokenizer).
     """
     from seqlab.errors import CheckpointError
     from seqlab.hub import PRETRAINED_NAMES, read_config, resolve
@@ -271,7 +218,7 @@ def _load_native(folder: Path, config: dict) -> tuple[Any, Any, str]:
         if set(config) <= fields and required <= set(config):
             if model_name == "Seq2Seq" and (folder / SRC_TOKENIZER).is_dir() and (folder / TGT_TOKENIZER).is_dir():
                 model, source, target = load_rnn_translation(folder)  # restores the tied output weight
-                return model, TranslationTokenizers(source, target), f"{folder.name}"
+                return model, (source, target), f"{folder.name}"
             model = getattr(mod, model_name)(config_cls(**config))
             model.load_state_dict(read_weights(folder))
             model.eval()

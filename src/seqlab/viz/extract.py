@@ -104,7 +104,8 @@ def extract_attention(model: Any, tokenizer: Any, text: str, text_pair: str | No
     """Run ``model`` on ``text`` (B = 1) and return its attention weights with the tokens.
 
     ``tokenizer``: a `seqlab.data.Tokenizer` (or anything with the same
-    ``__call__`` / ``convert_ids_to_tokens``), or a `CharTokenizer`.
+    ``__call__`` / ``convert_ids_to_tokens``), or a `CharTokenizer`; for a
+    Seq2Seq with a vocabulary per language, the pair (source, target).
     ``text_pair``: the second sentence, for encoders (shown as segment B).
     ``target``: the decoder's text for encoder-decoder models (T5, Translator,
     Seq2Seq); None lets the model write its own (greedy). ``layers``: model
@@ -326,16 +327,17 @@ def _run_seq2seq(model: Any, tokenizer: Any, text: str, text_pair: str | None, t
     if getattr(c, "attention", None) == "none":
         raise VizError("this Seq2Seq has attention='none' (one fixed context vector): it has no attention "
                        "weights to show")
-    src = [int(i) for i in _encode(tokenizer, text, special=False)[0][0]] + [c.eos_id]
+    src_tok, tgt_tok = tokenizer if isinstance(tokenizer, tuple) else (tokenizer, tokenizer)
+    src = [int(i) for i in _encode(src_tok, text, special=False)[0][0]] + [c.eos_id]
     src_ids = np.asarray([src], dtype=np.int64)  # (1, S)
     if target is None:
         tgt = [int(i) for i in model.generate(src_ids, max_len=MAX_GENERATED)[0]]
     else:
-        tgt = [int(i) for i in _encode(tokenizer, target, special=False)[0][0]]
+        tgt = [int(i) for i in _encode(tgt_tok, target, special=False)[0][0]]
     dec = [c.bos_id] + tgt
     _, weights = model(src_ids, np.asarray([dec], dtype=np.int64), return_attention=True)  # (1, T, S)
     if weights is None:
         raise VizError(f"{type(model).__name__} returned no attention weights")
     alignment = _numpy(weights)[0]  # (T_tgt, T_src)
-    return ModelAttention({"cross": [alignment[None]]}, _tokens(tokenizer, src),  # one layer of (1, T, S)
-                          target_tokens=_tokens(tokenizer, tgt + [c.eos_id]))     # what each step predicts
+    return ModelAttention({"cross": [alignment[None]]}, _tokens(src_tok, src),  # one layer of (1, T, S)
+                          target_tokens=_tokens(tgt_tok, tgt + [c.eos_id]))     # what each step predicts
