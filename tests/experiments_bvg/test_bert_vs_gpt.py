@@ -6,6 +6,8 @@ numbers themselves come from the full run recorded in docs/results.md.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -29,7 +31,10 @@ def quick_run(tmp_path_factory):
     if not (DATA / "sst2" / "dev.tsv").is_file():
         pytest.skip(f"shared datasets not found at {DATA} (set SEQLAB_DATA)")
     out = tmp_path_factory.mktemp("bvg")
-    code = main(["experiment", "bert-vs-gpt", "--quick", "--out", str(out), "--data-dir", str(DATA)])
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):  # the progress lines, for test_quick_run_reports_its_phases
+        code = main(["experiment", "bert-vs-gpt", "--quick", "--out", str(out), "--data-dir", str(DATA)])
+    (out / "stderr.txt").write_text(err.getvalue())
     return code, out, json.loads((out / "results.json").read_text())
 
 
@@ -42,6 +47,18 @@ def test_quick_run_writes_report_plot_and_results(quick_run):
     for run in ("pretrain_mlm", "pretrain_clm", "pretrain_t5"):
         assert (out / run / "pretrained" / "model.safetensors").is_file(), run
     assert results["quick"] is True and set(results["models"]) == set(NAMES)
+
+
+def test_quick_run_reports_its_phases(quick_run):
+    """One line per pretraining and fine-tuning on stderr, with its budget (no bars: not a terminal)."""
+    _, out, _ = quick_run
+    err = (out / "stderr.txt").read_text()
+    for line in ("[bert-vs-gpt] building the corpus", "[bert-vs-gpt] pretraining BERT (masked LM) on ",
+                 "[bert-vs-gpt] pretraining GPT (causal LM): 15 pretraining steps",
+                 "[bert-vs-gpt] pretraining T5 (span corruption): 15 pretraining steps",
+                 *(f"[bert-vs-gpt] fine-tuning {NAMES[k]} on 300 SST-2 sentences: 8 fine-tuning steps" for k in NAMES)):
+        assert line in err, (line, err)
+    assert "step/s" not in err  # the trainer's bars stay off when stderr is not a terminal
 
 
 def test_report_table_has_one_row_per_model_with_accuracies_in_range(quick_run):
@@ -110,3 +127,11 @@ def test_settings_overrides_are_typed_and_checked():
     assert s["d_model"] == FULL["d_model"]
     with pytest.raises(ConfigError, match="unknown setting 'layers'"):
         settings(types.SimpleNamespace(quick=True, options={"layers": 3}))
+    assert settings(types.SimpleNamespace(quick=True, options={"progress": "false"}))["progress"] is False
+    assert settings(types.SimpleNamespace(quick=True, options={}))["progress"] == "auto"
+    for bad, message in (({"sentinels": "1"}, "sentinels must be >= 2"),
+                         ({"dropout": "1"}, r"dropout must be in \[0, 1\)"),
+                         ({"d_model": "30"}, r"d_model \(30\) must be a multiple of nhead \(4\)"),
+                         ({"max_len": "x"}, "max_len expects int")):
+        with pytest.raises(ConfigError, match=message):
+            settings(types.SimpleNamespace(quick=False, options=bad))

@@ -1,4 +1,13 @@
-"""Run one of the chapter's experiments: seqlab experiment NAME --out DIR."""
+"""Run one of the chapter's experiments: seqlab experiment NAME --out DIR.
+
+Each experiment declares its settings (`seqlab.experiments.common.Setting`);
+``--set KEY=VALUE`` values are converted by the declared type and checked
+before anything runs: an unknown key, a wrong type or a value out of range is
+a one-line usage error (exit 2) that names the key. ``seqlab experiment NAME
+--help`` lists NAME's settings with their defaults. Progress goes to stderr:
+one line per phase, plus tqdm bars on a terminal (``--progress`` /
+``--no-progress`` force them on / everything off).
+"""
 from __future__ import annotations
 
 import argparse
@@ -10,18 +19,46 @@ import sys
 from seqlab.experiments import EXPERIMENTS
 
 
+class _Name(argparse.Action):
+    """The NAME positional; a known NAME also puts its settings table under --help (NAME comes first)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        if values in EXPERIMENTS:
+            parser.epilog = settings_help(values)
+
+
+def settings_help(name: str) -> str:
+    """The table of NAME's settings (key, type and range, default, --quick default, meaning)."""
+    from seqlab.experiments.common import describe
+
+    try:
+        return describe(EXPERIMENTS[name])
+    except ModuleNotFoundError as e:
+        return f"experiment {name!r} is not available in this build ({e.name})"
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("name", help="one of: " + ", ".join(EXPERIMENTS))
+    p.formatter_class = argparse.RawDescriptionHelpFormatter  # keep the settings table's columns
+    p.epilog = "`seqlab experiment NAME --help` lists NAME's settings (--set KEY=VALUE) with their defaults."
+    p.add_argument("name", action=_Name, help="one of: " + ", ".join(EXPERIMENTS))
     p.add_argument("--out", required=True, type=pathlib.Path, help="folder for report.md, results.json, PNGs")
     p.add_argument("--quick", action="store_true", help="a small, fast version (for tests and demos)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data-dir", default=None, help="local dataset folder (default: $SEQLAB_DATA or download)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override one of the experiment's settings (repeatable)")
+                   help="override one of the experiment's settings (repeatable; NAME --help lists them)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bars on stderr (default: on a terminal); --no-progress also drops the "
+                        "per-phase lines")
 
 
 def parse_value(text: str):
-    """'3' -> 3, '0.5' -> 0.5, 'true' -> True, anything else stays a string (never eval'd)."""
+    """'3' -> 3, '0.5' -> 0.5, 'true' -> True, anything else stays a string (never eval'd).
+
+    A loose guess for callers without a declared type; `--set` values are converted by each
+    experiment's declared settings instead (`seqlab.experiments.common`).
+    """
     low = text.lower()
     if low in ("true", "false"):
         return low == "true"
@@ -33,21 +70,23 @@ def parse_value(text: str):
     return text
 
 
-def parse_overrides(items: list[str]) -> dict:
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    """``["distance=30"]`` -> ``{"distance": "30"}``: strings, typed later by the experiment's settings."""
     from seqlab.cli.main import UsageError
 
     out = {}
     for item in items:
-        if "=" not in item:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
             raise UsageError(f"--set expects KEY=VALUE, got {item!r}")
-        k, v = item.split("=", 1)
-        out[k.strip()] = parse_value(v.strip())
+        out[key.strip()] = value.strip()
     return out
 
 
 def run(args) -> int:
     from seqlab.cli.main import UsageError
-    from seqlab.errors import CheckpointError, DataError
+    from seqlab.errors import CheckpointError, ConfigError, DataError
+    from seqlab.experiments.common import settings_for
 
     if args.name not in EXPERIMENTS:
         raise UsageError(f"unknown experiment {args.name!r}; choose one of: {', '.join(EXPERIMENTS)}")
@@ -56,6 +95,10 @@ def run(args) -> int:
     except ModuleNotFoundError as e:
         raise UsageError(f"experiment {args.name!r} is not available in this build ({e.name})") from None
     args.options = parse_overrides(args.set)
+    try:
+        settings_for(mod, args)  # every --set checked before anything runs; run() resolves them again
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
     if args.data_dir is not None and not pathlib.Path(args.data_dir).is_dir():
         raise DataError(f"data folder {args.data_dir} does not exist or is not a folder")
     out = pathlib.Path(args.out)

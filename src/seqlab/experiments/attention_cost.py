@@ -12,8 +12,9 @@ array allocations to it) for:
 
 The fitted exponent is the slope of log(cost) against log(T) over the points
 with T >= 1024 (where fixed overheads no longer dominate).
-Settings (``--set key=value``): max_len, window, chunk, max_plain_gib (plain
-attention is skipped where its estimated memory exceeds this), repeats.
+Settings (``--set key=value``, see ``seqlab experiment attention-cost --help``):
+max_len, window, chunk, max_plain_gib (plain attention is skipped where its
+estimated memory exceeds this), repeats, head_dim.
 """
 from __future__ import annotations
 
@@ -25,8 +26,18 @@ import tracemalloc
 
 import numpy as np
 
+from seqlab.experiments.common import Setting, progress_for, settings_for
+
 DESCRIPTION = "time and peak memory of attention (plain, memory-efficient, sliding-window) as T grows"
 METHODS = ("plain", "memory-efficient", "sliding-window")
+SETTINGS = (
+    Setting("max_len", 16384, 1024, min=1, help="longest sequence; T = 128, 256, ... up to it"),
+    Setting("window", 256, 64, min=1, help="keys each query sees in sliding-window attention"),
+    Setting("chunk", 1024, 256, min=1, help="key/value chunk of memory-efficient attention"),
+    Setting("max_plain_gib", 2.0, min=0, help="skip plain attention where its estimated memory exceeds this"),
+    Setting("repeats", 1, min=1, help="timed runs per point (the best is kept)"),
+    Setting("head_dim", 64, min=1, help="head dimension d"),
+)
 
 
 def _attention_fn(method: str, window: int, chunk: int):
@@ -86,24 +97,27 @@ def fit_exponent(ts, ys, min_t: int = 1024) -> float | None:
 
 
 def run(out_dir: pathlib.Path, args) -> dict:
-    opts = dict(getattr(args, "options", None) or {})
+    s = settings_for(__name__, args)
     quick = bool(getattr(args, "quick", False))
-    max_len = int(opts.get("max_len", 1024 if quick else 16384))
-    window = int(opts.get("window", 64 if quick else 256))
-    chunk = int(opts.get("chunk", 256 if quick else 1024))
-    max_plain = float(opts.get("max_plain_gib", 2.0)) * 2**30
-    repeats = int(opts.get("repeats", 1))
-    d = int(opts.get("head_dim", 64))
+    max_len, window, chunk, repeats, d = s["max_len"], s["window"], s["chunk"], s["repeats"], s["head_dim"]
+    max_plain = s["max_plain_gib"] * 2**30
     lengths = [128 * 2**i for i in range(int(math.log2(max_len // 128)) + 1)] if max_len >= 128 else [max_len]
+    progress = progress_for(__name__, args)
+    progress.say(f"forward + backward of {', '.join(METHODS)} attention at T = {', '.join(map(str, lengths))} "
+                 f"(d = {d}, float32, {repeats} timed run{'s' if repeats > 1 else ''} + 1 traced each)")
+    bar = progress.bar(len(lengths) * len(METHODS), "attention cost", unit="point")
     rows = []
     for T in lengths:
         for method in METHODS:
+            bar.set_postfix_str(f"T={T}, {method}", refresh=False)
             if method == "plain" and plain_estimate_bytes(T) > max_plain:
                 rows.append({"T": T, "method": method, "seconds": None, "peak_bytes": None,
                              "skipped": f"estimated {plain_estimate_bytes(T) / 2**30:.1f} GiB > max_plain_gib"})
-                continue
-            rows.append({"T": T, "method": method,
-                         **measure(method, T, d, window, chunk, getattr(args, "seed", 0), repeats)})
+            else:
+                rows.append({"T": T, "method": method,
+                             **measure(method, T, d, window, chunk, getattr(args, "seed", 0), repeats)})
+            bar.update(1)
+    bar.close()
     summary = {}
     for method in METHODS:
         done = [r for r in rows if r["method"] == method and r["seconds"] is not None]

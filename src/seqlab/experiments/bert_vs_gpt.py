@@ -17,12 +17,14 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from seqlab.errors import ConfigError
+from seqlab.experiments.common import SAME, Progress, Setting, progress_mode, settings_for
 
 DESCRIPTION = "exercise 3: MLM encoder vs causal decoder vs T5 of one size, same text and budget, on SST-2"
 
@@ -48,19 +50,66 @@ LABEL_WORDS = ("negative", "positive")   # SST-2 label 0, 1
 
 # ---------------------------------------------------------------- settings and the budget-keeping trainer
 
-def settings(args) -> dict[str, Any]:
-    """FULL, then QUICK (with --quick), then --set values, each converted to the default's type."""
-    from seqlab.errors import ConfigError
+def _auto_or_bool(value: Any) -> Any:
+    """The `progress` setting: "auto" (bars on a terminal) or a bool."""
     from seqlab.train.config import coerce
 
-    s = {**FULL, **(QUICK if getattr(args, "quick", False) else {})}
-    for key, value in (getattr(args, "options", None) or {}).items():
-        if key not in s:
-            raise ConfigError(f"unknown setting {key!r} for bert-vs-gpt; valid settings: {', '.join(sorted(s))}")
-        s[key] = value if key == "progress" else coerce(key, value, type(FULL[key]), "--set")
-    if s["sentinels"] < 2 or s["num_layers"] < 2:
-        raise ConfigError(f"sentinels and num_layers must be >= 2, got {s['sentinels']} and {s['num_layers']}")
-    return s
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    try:
+        return coerce("progress", value, bool, "--set")
+    except ConfigError:
+        raise ConfigError(f"--set: progress expects auto, true or false, got {value!r}") from None
+
+
+# Allowed values and a line of help per setting; the types are FULL's.
+RULES: dict[str, dict[str, Any]] = dict(
+    corpus=dict(help="pretraining text: sst2, multi30k (English), joined with +, or a UTF-8 file"),
+    corpus_lines=dict(min=0, help="use the first lines of each corpus part, this many in all (0: every line)"),
+    vocab_size=dict(min=1, help="WordPiece vocabulary shared by every model"),
+    max_len=dict(min=4, help="tokens per example"),
+    d_model=dict(min=1, help="model width (a multiple of nhead)"),
+    nhead=dict(min=1, help="attention heads"),
+    num_layers=dict(min=2, help="Transformer blocks (T5: encoder + decoder)"),
+    dim_feedforward=dict(min=1, help="feed-forward width"),
+    dropout=dict(min=0, max=1, open_max=True, help="dropout"),
+    pretrain_minutes=dict(min=0, help="pretraining minutes per model (0: steps only)"),
+    pretrain_steps=dict(min=1, help="at most this many pretraining steps"),
+    pretrain_batch=dict(min=1, help="pretraining batch"),
+    pretrain_lr=dict(min=0, help="pretraining peak learning rate"),
+    pretrain_warmup=dict(min=0, help="pretraining warm-up steps"),
+    pretrain_eval_every=dict(min=0, help="steps between pretraining evaluations (0: at the end)"),
+    finetune_minutes=dict(min=0, help="fine-tuning minutes per model (0: steps only)"),
+    finetune_steps=dict(min=1, help="at most this many fine-tuning steps"),
+    finetune_batch=dict(min=1, help="fine-tuning batch"),
+    finetune_lr=dict(min=0, help="fine-tuning peak learning rate"),
+    minilm_lr=dict(min=0, help="MiniLM's fine-tuning learning rate"),
+    finetune_warmup=dict(min=0, help="fine-tuning warm-up steps"),
+    eval_every=dict(min=0, help="fine-tuning steps between dev evaluations (0: at the end)"),
+    max_train_examples=dict(min=0, help="SST-2 training sentences used (0: all)"),
+    max_dev_examples=dict(min=0, help="SST-2 dev sentences used (0: all)"),
+    noise_density=dict(min=0, max=1, open_min=True, open_max=True, help="T5: share of tokens corrupted"),
+    mean_span=dict(min=1, help="T5: mean corrupted span length"),
+    sentinels=dict(min=2, help="T5: sentinel tokens added to the vocabulary"),
+    t5_encoder_layers=dict(min=0, help="T5 encoder blocks (0 with t5_decoder_layers 0: split num_layers)"),
+    t5_decoder_layers=dict(min=0, help="T5 decoder blocks"),
+    minilm=dict(help="also fine-tune the pretrained MiniLM (reference)"),
+    control=dict(help="also fine-tune a BERT without pretraining (control)"),
+    progress=dict(type=str, convert=_auto_or_bool, choices=("auto", "true", "false"),
+                  help="progress bars: auto (on a terminal), true or false (false: no progress lines either)"),
+)
+SETTINGS = tuple(Setting(key, value, QUICK.get(key, SAME), **RULES.get(key, {})) for key, value in FULL.items())
+
+
+def check(s: dict[str, Any]) -> None:
+    """Rules between settings (ConfigError)."""
+    if s["d_model"] % s["nhead"]:
+        raise ConfigError(f"d_model ({s['d_model']}) must be a multiple of nhead ({s['nhead']})")
+
+
+def settings(args) -> dict[str, Any]:
+    """FULL, then QUICK (with --quick), then --set values, each converted to the default's type and checked."""
+    return settings_for(__name__, args)
 
 
 def _trainer_class():
@@ -307,13 +356,6 @@ def _finetune_summary(model, result, curve: list) -> dict:
 
 # ---------------------------------------------------------------- the experiment
 
-def _say(progress: bool, text: str) -> None:
-    if progress:  # only with the trainer's bars, i.e. on the CLI's terminal
-        from tqdm import tqdm
-
-        tqdm.write(f"[bert-vs-gpt] {text}", file=sys.stderr)
-
-
 def _corpus(s: dict, out_dir: Path, data_dir) -> str:
     """The corpus setting the pretraining tasks read: as given, or the first corpus_lines // parts of each part."""
     from seqlab.train.tasks.text import corpus_lines
@@ -341,11 +383,13 @@ def run(out_dir: Path, args) -> dict:
     s = settings(args)
     seed, data_dir = int(getattr(args, "seed", 0) or 0), getattr(args, "data_dir", None)
     quick = bool(getattr(args, "quick", False))
-    progress = sys.stderr.isatty() if s["progress"] == "auto" else str(s["progress"]).lower() in ("1", "true")
+    say = Progress("bert-vs-gpt", progress_mode(args, None if s["progress"] == "auto" else s["progress"]))
+    progress = say.bars  # the trainer's bars
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for name in RUNS:  # a fresh experiment: the previous run folders would be resumed or refused
         shutil.rmtree(out_dir / name, ignore_errors=True)
+    say.say(f"building the corpus ({s['corpus']}) and a WordPiece vocabulary of {s['vocab_size']}")
     s["corpus"] = _corpus(s, out_dir, data_dir)
     cfg = build_config(PretrainConfig, (_pretrain_layers(s, seed), "bert-vs-gpt"))
     train_lines, val_lines, tok = corpus_and_tokenizer(cfg, out_dir, data_dir, True, "bert-vs-gpt")
@@ -353,13 +397,14 @@ def run(out_dir: Path, args) -> dict:
     mlm_len = np.mean([min(len(i), L) for i in tok.encode_batch(train_lines)])  # [CLS] sentence [SEP]
     models: dict[str, dict] = {}
 
-    _say(progress, "pretraining BERT (masked LM)")
+    budget = _budget(s["pretrain_minutes"], s["pretrain_steps"], "pretraining")
+    say.say(f"pretraining BERT (masked LM) on {len(train_lines):,} lines: {budget}")
     models["bert"] = {"pretrain": pretrain_task("mlm-pretrain", s, out_dir / "pretrain_mlm", tok_dir, data_dir, seed,
                                                 progress, s["pretrain_batch"] * mlm_len)}
-    _say(progress, "pretraining GPT (causal LM)")
+    say.say(f"pretraining GPT (causal LM): {budget}")
     models["gpt"] = {"pretrain": pretrain_task("clm-pretrain", s, out_dir / "pretrain_clm", tok_dir, data_dir, seed,
                                                progress, s["pretrain_batch"] * L)}
-    _say(progress, "pretraining T5 (span corruption)")
+    say.say(f"pretraining T5 (span corruption): {budget}")
     models["t5"] = {"pretrain": pretrain_t5(s, train_lines, val_lines, tok, out_dir / "pretrain_t5",
                                             models["bert"]["pretrain"]["parameters"], seed, progress)}
 
@@ -370,7 +415,8 @@ def run(out_dir: Path, args) -> dict:
     enc_gpt = lambda xs: _closed(tok, xs, L)  # noqa: E731  sentence [SEP]
 
     def finetune(key: str, make, encode=None, pad_id=None, lr=None) -> None:
-        _say(progress, f"fine-tuning {NAMES[key]} on SST-2")
+        say.say(f"fine-tuning {NAMES[key]} on {len(train):,} SST-2 sentences: "
+                f"{_budget(s['finetune_minutes'], s['finetune_steps'], 'fine-tuning')}")
         seqlab.manual_seed(seed)  # the fresh head's init and the dropout masks
         model = make()
         ft = (finetune_t5(model, tok, s, data, seed, progress) if key == "t5" else

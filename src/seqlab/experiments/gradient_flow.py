@@ -30,10 +30,17 @@ from pathlib import Path
 
 import numpy as np
 
+from seqlab.experiments.common import Setting, progress_for, settings_for
+
 DESCRIPTION = "‖∂L/∂h_t‖ vs distance for RNN (ρ = 0.9, 1.1), LSTM, GRU; exploding gradients with/without clipping"
 
 MODELS = ("rnn rho=0.9", "rnn rho=1.1", "rnn default", "lstm default", "gru default", "lstm chrono", "gru chrono")
 REGIMES = {"linear": 1e-9, "driven": 1.0}
+SETTINGS = (
+    Setting("distance", 200, 50, min=1, help="measure d = 1 ... distance steps back from the loss"),
+    Setting("hidden", 64, 32, min=1, help="hidden units of every cell"),
+    Setting("sequences", 8, 4, min=1, help="random sequences the gradient norms are averaged over"),
+)
 
 
 def make_cell(name: str, input_size: int, hidden: int, horizon: int, rng: np.random.Generator):
@@ -85,8 +92,10 @@ def gradient_ratios(name: str, distance: int = 200, hidden: int = 64, input_size
 
 
 def exploding_training(clip: float | None, steps: int = 200, length: int = 50, hidden: int = 32, rho: float = 1.5,
-                       lr: float = 0.1, seed: int = 0) -> dict:
-    """Adding problem (sum of the two marked values of `length` numbers), tanh RNN with W_hh = ρ·Q, SGD."""
+                       lr: float = 0.1, seed: int = 0, bar=None) -> dict:
+    """Adding problem (sum of the two marked values of `length` numbers), tanh RNN with W_hh = ρ·Q, SGD.
+
+    `bar` (a tqdm bar, optional) is advanced once per step."""
     import seqlab
     from seqlab import nn
     from seqlab.optim import SGD, clip_grad_norm_
@@ -116,6 +125,8 @@ def exploding_training(clip: float | None, steps: int = 200, length: int = 50, h
             opt.step()
             losses.append(float(loss.item()))
             norms.append(float(norm))
+            if bar is not None:
+                bar.update(1)
     losses_a = np.array(losses)
     return {"clip": clip, "losses": losses, "grad_norms": norms,
             "nonfinite_steps": int((~np.isfinite(losses_a)).sum()),
@@ -125,17 +136,29 @@ def exploding_training(clip: float | None, steps: int = 200, length: int = 50, h
 def run(out_dir: Path, args) -> dict:
     from seqlab.viz import line_plot
 
-    opts = dict(getattr(args, "options", None) or {})
+    s = settings_for(__name__, args)
     quick = bool(getattr(args, "quick", False))
     seed = int(getattr(args, "seed", 0) or 0)
-    distance = int(opts.get("distance", 50 if quick else 200))
-    hidden = int(opts.get("hidden", 32 if quick else 64))
-    sequences = int(opts.get("sequences", 4 if quick else 8))
+    distance, hidden, sequences = s["distance"], s["hidden"], s["sequences"]
+    progress = progress_for(__name__, args)
+    progress.say(f"gradient ratios: {len(REGIMES)} regimes x {len(MODELS)} models, distance {distance}, "
+                 f"hidden {hidden}, {sequences} sequences (float64)")
     curves: dict[str, dict[str, list]] = {}
+    bar = progress.bar(len(REGIMES) * len(MODELS), "gradient ratios", unit="model")
     for regime, scale in REGIMES.items():
-        curves[regime] = {m: gradient_ratios(m, distance, hidden, sequences=sequences, input_scale=scale,
-                                             seed=seed).tolist() for m in MODELS}
-    clip_runs = [exploding_training(c, steps=60 if quick else 200, seed=seed) for c in (None, 1.0)]
+        curves[regime] = {}
+        for m in MODELS:
+            bar.set_postfix_str(f"{regime}, {m}", refresh=False)
+            curves[regime][m] = gradient_ratios(m, distance, hidden, sequences=sequences, input_scale=scale,
+                                                seed=seed).tolist()
+            bar.update(1)
+    bar.close()
+    steps = 60 if quick else 200
+    progress.say(f"exploding gradients: tanh RNN (rho = 1.5) on the adding problem, {steps} SGD steps each, "
+                 "without and with clip_grad_norm_(1.0)")
+    bar = progress.bar(2 * steps, "adding problem")
+    clip_runs = [exploding_training(c, steps=steps, seed=seed, bar=bar) for c in (None, 1.0)]
+    bar.close()
     d = np.arange(1, distance + 1)
     for regime, cs in curves.items():
         line_plot({m: (d, np.maximum(np.array(r)[1:], 1e-300)) for m, r in cs.items()},

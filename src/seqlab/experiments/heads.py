@@ -9,8 +9,8 @@ here a small Transformer classifier trained on SST-2 from scratch (with the
 MiniLM WordPiece tokenizer) and, when `seqlab.models.bert` is available,
 the pretrained MiniLM (BERT architecture).
 
-Settings (``--set key=value``): steps, d_model, layers, heads, train_n,
-n_examples, bert (true/false).
+Settings (``--set key=value``, see ``seqlab experiment heads --help``): steps,
+d_model, layers, heads, lr, batch, train_n, n_examples, bert (true/false).
 """
 from __future__ import annotations
 
@@ -22,8 +22,31 @@ from typing import Any
 
 import numpy as np
 
+from seqlab.errors import ConfigError
+from seqlab.experiments.common import Setting, progress_for, settings_for
+
 DESCRIPTION = "per-head attention statistics (entropy, distance, previous/first/[SEP]/punctuation) of trained models"
 NUMERIC = ("entropy", "mean_distance", "share_self", "share_previous", "share_first", "share_sep", "share_punct")
+SETTINGS = (
+    Setting("steps", 600, 15, min=1, help="AdamW steps of the SST-2 classifier"),
+    Setting("d_model", 128, 32, min=1, help="classifier width (a multiple of heads)"),
+    Setting("layers", 4, 2, min=1, help="classifier layers"),
+    Setting("heads", 4, 2, min=1, help="classifier heads per layer"),
+    Setting("lr", 1e-3, min=0, open_min=True, help="AdamW learning rate"),
+    Setting("batch", 32, 16, min=1, help="sentences per step (at most train_n)"),
+    Setting("train_n", 20000, 400, min=1, help="SST-2 training sentences used"),
+    Setting("n_examples", 100, 8, min=1, help="SST-2 dev sentences the statistics average over"),
+    Setting("bert", True, False, help="also analyse the pretrained MiniLM"),
+)
+
+
+def check(s: dict) -> None:
+    """Rules between settings (ConfigError)."""
+    if s["d_model"] % s["heads"]:
+        raise ConfigError(f"d_model ({s['d_model']}) must be a multiple of heads ({s['heads']})")
+    if s["batch"] > s["train_n"]:
+        raise ConfigError(f"batch ({s['batch']}) must be <= train_n ({s['train_n']}): a batch is drawn without "
+                          "replacement")
 
 
 def analyze_heads(examples: Sequence[tuple[Any, Sequence[str]]], threshold: float | None = None) -> list[dict]:
@@ -55,8 +78,10 @@ def analyze_heads(examples: Sequence[tuple[Any, Sequence[str]]], threshold: floa
     return out
 
 
-def _examples_from(model_fn, tok, sentences: Sequence[str]) -> list[tuple[list[np.ndarray], list[str]]]:
-    """Run `model_fn(ids, mask) -> list over layers of (1, H, T, T)` on one sentence at a time."""
+def _examples_from(model_fn, tok, sentences: Sequence[str], bar=None) -> list[tuple[list[np.ndarray], list[str]]]:
+    """Run `model_fn(ids, mask) -> list over layers of (1, H, T, T)` on one sentence at a time.
+
+    `bar` (tqdm, optional) advances per sentence."""
     import seqlab
 
     examples = []
@@ -67,11 +92,15 @@ def _examples_from(model_fn, tok, sentences: Sequence[str]) -> list[tuple[list[n
             weights = model_fn(ids, enc["attention_mask"])
             tokens = tok.convert_ids_to_tokens(ids[0])
             examples.append(([np.asarray(w.numpy() if hasattr(w, "numpy") else w)[0] for w in weights], tokens))
+            if bar is not None:
+                bar.update(1)
     return examples
 
 
-def train_classifier(tok, sentences, labels, cfg: dict, seed: int):
-    """A small Transformer classifier trained on SST-2 sentences (Pre-LN, sinusoidal, mean pooling)."""
+def train_classifier(tok, sentences, labels, cfg: dict, seed: int, bar=None):
+    """A small Transformer classifier trained on SST-2 sentences (Pre-LN, sinusoidal, mean pooling).
+
+    `bar` (tqdm, optional) advances per step."""
     import seqlab
     from seqlab.models.classifier import ClassifierConfig, TransformerClassifier
     from seqlab.optim import AdamW
@@ -92,25 +121,14 @@ def train_classifier(tok, sentences, labels, cfg: dict, seed: int):
         loss.backward()
         opt.step()
         losses.append(float(loss.item()))
+        if bar is not None:
+            bar.update(1)
     model.eval()
     return model, float(np.mean(losses[-20:]))
 
 
 def _settings(args) -> dict:
-    opts = dict(getattr(args, "options", None) or {})
-    quick = bool(getattr(args, "quick", False))
-    return {
-        "steps": int(opts.get("steps", 15 if quick else 600)),
-        "d_model": int(opts.get("d_model", 32 if quick else 128)),
-        "layers": int(opts.get("layers", 2 if quick else 4)),
-        "heads": int(opts.get("heads", 2 if quick else 4)),
-        "lr": float(opts.get("lr", 1e-3)),
-        "batch": int(opts.get("batch", 16 if quick else 32)),
-        "train_n": int(opts.get("train_n", 400 if quick else 20000)),
-        "n_examples": int(opts.get("n_examples", 8 if quick else 100)),
-        "bert": bool(opts.get("bert", not quick)),
-        "quick": quick,
-    }
+    return {**settings_for(__name__, args), "quick": bool(getattr(args, "quick", False))}
 
 
 def run(out_dir: pathlib.Path, args) -> dict:
@@ -123,21 +141,33 @@ def run(out_dir: pathlib.Path, args) -> dict:
     tok = Tokenizer.from_pretrained("minilm")
     train = load_sst2("train", data_dir)[: cfg["train_n"]]
     dev = [s for s, _ in load_sst2("dev", data_dir)][: cfg["n_examples"]]
+    progress = progress_for(__name__, args)
+    progress.say(f"training a {cfg['layers']}-layer, {cfg['heads']}-head, d_model {cfg['d_model']} classifier on "
+                 f"{len(train)} SST-2 sentences: {cfg['steps']} AdamW steps (batch {cfg['batch']}, lr {cfg['lr']:g})")
     t0 = time.perf_counter()
-    model, loss = train_classifier(tok, [s for s, _ in train], [y for _, y in train], cfg, seed)
+    bar = progress.bar(cfg["steps"], "classifier")
+    model, loss = train_classifier(tok, [s for s, _ in train], [y for _, y in train], cfg, seed, bar=bar)
+    bar.close()
+    progress.say(f"attention statistics of the classifier on {len(dev)} SST-2 dev sentences")
+    bar = progress.bar(len(dev), "classifier heads", unit="sentence")
     models = {"classifier": {"rows": analyze_heads(_examples_from(
-        lambda ids, m: model(ids, m, output_attentions=True).attentions, tok, dev)),
+        lambda ids, m: model(ids, m, output_attentions=True).attentions, tok, dev, bar=bar)),
         "final_loss": loss, "train_seconds": time.perf_counter() - t0}}
+    bar.close()
     if cfg["bert"]:
+        progress.say(f"attention statistics of the pretrained MiniLM on {len(dev)} SST-2 dev sentences")
+        bar = progress.bar(len(dev), "MiniLM heads", unit="sentence")
         try:
             from seqlab.models.bert import BertModel
 
             bert = BertModel.from_pretrained("minilm")
             bert.eval()
             models["minilm"] = {"rows": analyze_heads(_examples_from(
-                lambda ids, m: bert(ids, m, output_attentions=True).attentions, tok, dev))}
+                lambda ids, m: bert(ids, m, output_attentions=True).attentions, tok, dev, bar=bar))}
         except Exception as e:  # noqa: BLE001 - the BERT model lives in another layer of work; report, don't fail
             models["minilm"] = {"unavailable": f"{type(e).__name__}: {e}"}
+        finally:
+            bar.close()
     tables = []
     for name, res in models.items():
         if "rows" not in res:

@@ -25,10 +25,18 @@ from pathlib import Path
 import numpy as np
 
 from seqlab import nn
+from seqlab.experiments.common import Setting, progress_for, settings_for
 
 DESCRIPTION = "copy-first-token accuracy vs distance k for RNN/LSTM/GRU(/Transformer), and tokens/s"
 
 VOCAB, EMB = 8, 16
+SETTINGS = (
+    Setting("ks", "5,10,20,50,100", "5,20", item=int, min=1,
+            help="distances k (tokens between the first and the read-out)"),
+    Setting("steps", 1000, 60, min=1, help="Adam steps per model and k"),
+    Setting("budget", 4 * 32 * (EMB + 32 + 2), min=1,
+            help="parameters of each sequence body (default: an LSTM with 32 units)"),
+)
 
 
 def transformer_available() -> bool:
@@ -83,7 +91,9 @@ class CopyModel(nn.Module):
         return self.head(h[:, -1])                            # (B, VOCAB)
 
 
-def train_copy(kind: str, hidden: int, k: int, steps: int, batch: int = 32, lr: float = 3e-3, seed: int = 0) -> dict:
+def train_copy(kind: str, hidden: int, k: int, steps: int, batch: int = 32, lr: float = 3e-3, seed: int = 0,
+               bar=None) -> dict:
+    """Train and test one model on copy-first-token at distance k; `bar` (tqdm, optional) advances per step."""
     import seqlab
     from seqlab import functional as F
     from seqlab.optim import Adam, clip_grad_norm_
@@ -100,6 +110,8 @@ def train_copy(kind: str, hidden: int, k: int, steps: int, batch: int = 32, lr: 
         loss.backward()
         clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        if bar is not None:
+            bar.update(1)
     seconds = time.perf_counter() - t0
     model.eval()
     with seqlab.no_grad():
@@ -135,12 +147,11 @@ def run(out_dir: Path, args) -> dict:
     from seqlab.experiments.gradient_flow import _table
     from seqlab.viz import bar_plot, line_plot
 
-    opts = dict(getattr(args, "options", None) or {})
+    s = settings_for(__name__, args)
     quick = bool(getattr(args, "quick", False))
     seed = int(getattr(args, "seed", 0) or 0)
-    ks = [int(v) for v in str(opts.get("ks", "5,20" if quick else "5,10,20,50,100")).split(",")]
-    steps = int(opts.get("steps", 60 if quick else 1000))
-    budget = int(opts.get("budget", body_params("lstm", 32)))
+    ks, steps, budget = s["ks"], s["steps"], s["budget"]
+    progress = progress_for(__name__, args)
     kinds = ["rnn", "lstm", "gru", "lstm+gate-bias", "gru+gate-bias"]
     note = ""
     if transformer_available():
@@ -148,8 +159,24 @@ def run(out_dir: Path, args) -> dict:
     else:
         note = "seqlab.nn.TransformerEncoder is not available in this build: the Transformer row is skipped."
     sizes = {kind: size_for_budget(kind, budget) for kind in kinds}
-    results = {kind: {k: train_copy(kind, sizes[kind], k, steps, seed=seed) for k in ks} for kind in kinds}
-    speed = {kind: throughput(kind, sizes[kind], steps=2 if quick else 5) for kind in kinds if "+" not in kind}
+    results: dict[str, dict] = {}
+    for kind in kinds:
+        progress.say(f"{kind} (hidden {sizes[kind]}, {body_params(kind, sizes[kind]):,} body params): "
+                     f"copy-first-token at k = {', '.join(map(str, ks))} ({steps} Adam steps each)")
+        bar = progress.bar(len(ks) * steps, kind)
+        results[kind] = {}
+        for k in ks:
+            bar.set_postfix_str(f"k={k}", refresh=False)
+            results[kind][k] = train_copy(kind, sizes[kind], k, steps, seed=seed, bar=bar)
+        bar.close()
+    timed = [kind for kind in kinds if "+" not in kind]
+    progress.say(f"training throughput: {', '.join(timed)} at T = 100, batch 32, {2 if quick else 5} timed steps each")
+    bar = progress.bar(len(timed), "throughput", unit="model")
+    speed = {}
+    for kind in timed:
+        speed[kind] = throughput(kind, sizes[kind], steps=2 if quick else 5)
+        bar.update(1)
+    bar.close()
     line_plot({kind: (ks, [results[kind][k]["accuracy"] for k in ks]) for kind in kinds},
               out_dir / "long_range_accuracy.png", f"copy-first-token, {steps} Adam steps, ~{budget} body params",
               "distance k", "accuracy (chance = 1/8)")

@@ -11,8 +11,9 @@
    - ``adjacent``: one A and one B; are they neighbours (|i − j| = 1)?
    Both are at chance (50%) for any permutation-invariant model.
 
-Settings (``--set key=value``): steps, train_len, test_lens (e.g. "16,32,64"),
-d_model, layers, heads, lr, batch, tasks ("order,adjacent"), kinds.
+Settings (``--set key=value``, see ``seqlab experiment positional-ablation --help``):
+steps, train_len, test_lens (e.g. "16,32,64"), d_model, layers, heads, lr, batch,
+eval_n, vocab, tasks ("order,adjacent"), kinds.
 """
 from __future__ import annotations
 
@@ -22,10 +23,41 @@ import time
 
 import numpy as np
 
+from seqlab.errors import ConfigError
+from seqlab.experiments.common import Setting, progress_for, settings_for
+
 DESCRIPTION = "positional encodings: none vs sinusoidal, learned, RoPE, ALiBi; extrapolation to longer inputs"
 KINDS = ("none", "sinusoidal", "learned", "rope", "alibi")
 TASKS = ("order", "adjacent")
 PAD, A, B, FIRST_FILLER = 0, 1, 2, 3
+SETTINGS = (
+    Setting("steps", 800, 30, min=1, help="AdamW steps per (task, encoding)"),
+    Setting("train_len", 16, 8, min=4, help="training lengths are train_len // 2 ... train_len (at least 4)"),
+    Setting("test_lens", lambda s: f"{s['train_len']},{2 * s['train_len']},{4 * s['train_len']}",
+            lambda s: f"{s['train_len']},{2 * s['train_len']}", item=int, min=4,
+            show="T,2T,4T (T = train_len)", show_quick="T,2T", help="test lengths; the largest >= train_len"),
+    Setting("d_model", 64, 16, min=1, help="model width (a multiple of heads; rope: of 2 * heads)"),
+    Setting("heads", 4, 2, min=1, help="attention heads"),
+    Setting("layers", 2, 1, min=1, help="encoder layers"),
+    Setting("lr", 3e-3, min=0, open_min=True, help="AdamW learning rate"),
+    Setting("batch", 64, 32, min=1, help="sequences per step"),
+    Setting("eval_n", 1000, 128, min=1, help="test sequences per length"),
+    Setting("vocab", 12, min=FIRST_FILLER + 1, help="vocabulary: pad, A, B and vocab - 3 filler tokens"),
+    Setting("tasks", ",".join(TASKS), item=str, choices=TASKS, help="tasks to train"),
+    Setting("kinds", ",".join(KINDS), item=str, choices=KINDS, help="positional encodings to compare"),
+)
+
+
+def check(s: dict) -> None:
+    """Rules between settings (ConfigError)."""
+    if s["d_model"] % s["heads"]:
+        raise ConfigError(f"d_model ({s['d_model']}) must be a multiple of heads ({s['heads']})")
+    if "rope" in s["kinds"] and (s["d_model"] // s["heads"]) % 2:
+        raise ConfigError(f"rope needs an even head dimension d_model / heads, got {s['d_model'] // s['heads']} "
+                          "(or leave rope out of kinds)")
+    if max(s["test_lens"]) < s["train_len"]:
+        raise ConfigError(f"the largest of test_lens ({max(s['test_lens'])}) must be >= train_len "
+                          f"({s['train_len']}): the model's position table ends there")
 
 
 def make_task(task: str, n: int, length: int, vocab: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -70,7 +102,8 @@ def equivariance_gap(kind: str, seed: int = 0, T: int = 12) -> float:
     return float(np.abs(hp - h[:, perm]).max())
 
 
-def train_and_test(task: str, kind: str, cfg: dict, seed: int) -> dict:
+def train_and_test(task: str, kind: str, cfg: dict, seed: int, bar=None) -> dict:
+    """Train on `task` with positional=`kind`, test at cfg["test_lens"]; `bar` (tqdm, optional) advances per step."""
     import seqlab
     from seqlab.models.classifier import ClassifierConfig, TransformerClassifier
     from seqlab.optim import AdamW
@@ -91,6 +124,8 @@ def train_and_test(task: str, kind: str, cfg: dict, seed: int) -> dict:
         loss.backward()
         opt.step()
         losses.append(float(loss.item()))
+        if bar is not None:
+            bar.update(1)
     model.eval()
     acc = {}
     test_rng = np.random.default_rng(seed + 1000)
@@ -104,33 +139,25 @@ def train_and_test(task: str, kind: str, cfg: dict, seed: int) -> dict:
 
 
 def _settings(args) -> dict:
-    opts = dict(getattr(args, "options", None) or {})
-    quick = bool(getattr(args, "quick", False))
-    train_len = int(opts.get("train_len", 8 if quick else 16))
-    test_lens = opts.get("test_lens", f"{train_len},{2 * train_len}" if quick else
-                         f"{train_len},{2 * train_len},{4 * train_len}")
-    return {
-        "steps": int(opts.get("steps", 30 if quick else 800)),
-        "train_len": train_len,
-        "test_lens": [int(t) for t in str(test_lens).split(",")],
-        "d_model": int(opts.get("d_model", 16 if quick else 64)),
-        "heads": int(opts.get("heads", 2 if quick else 4)),
-        "layers": int(opts.get("layers", 1 if quick else 2)),
-        "lr": float(opts.get("lr", 3e-3)),
-        "batch": int(opts.get("batch", 32 if quick else 64)),
-        "eval_n": int(opts.get("eval_n", 128 if quick else 1000)),
-        "vocab": int(opts.get("vocab", 12)),
-        "tasks": str(opts.get("tasks", ",".join(TASKS))).split(","),
-        "kinds": str(opts.get("kinds", ",".join(KINDS))).split(","),
-        "quick": quick,
-    }
+    return {**settings_for(__name__, args), "quick": bool(getattr(args, "quick", False))}
 
 
 def run(out_dir: pathlib.Path, args) -> dict:
     cfg = _settings(args)
     seed = int(getattr(args, "seed", 0))
+    progress = progress_for(__name__, args)
+    progress.say(f"permutation check: {len(KINDS)} encoders with random weights (float64)")
     gaps = {k: equivariance_gap(k, seed) for k in KINDS}
-    runs = [train_and_test(task, kind, cfg, seed) for task in cfg["tasks"] for kind in cfg["kinds"]]
+    runs = []
+    for task in cfg["tasks"]:
+        for kind in cfg["kinds"]:
+            progress.say(f"task {task}, positional {kind}: {cfg['layers']}-layer encoder, d_model {cfg['d_model']}, "
+                         f"{cfg['steps']} AdamW steps (batch {cfg['batch']}, lengths "
+                         f"{max(4, cfg['train_len'] // 2)}..{cfg['train_len']}); "
+                         f"test at {', '.join(map(str, cfg['test_lens']))}")
+            bar = progress.bar(cfg["steps"], f"{task}/{kind}")
+            runs.append(train_and_test(task, kind, cfg, seed, bar=bar))
+            bar.close()
     table = _table(runs, cfg, gaps)
     results = {"settings": cfg, "equivariance_gap": gaps, "runs": runs, "table": table}
     _plot(out_dir, runs, cfg)
