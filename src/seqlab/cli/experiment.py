@@ -33,7 +33,7 @@ def settings_help(name: str) -> str:
     from seqlab.experiments.common import describe
 
     try:
-        return describe(EXPERIMENTS[name])
+        return describe(importlib.import_module(EXPERIMENTS[name]))
     except ModuleNotFoundError as e:
         return f"experiment {name!r} is not available in this build ({e.name})"
 

@@ -196,9 +196,8 @@ def resolve(spec: Sequence[Setting], options: Mapping[str, Any] | None, quick: b
 
 
 def _module(module: Any) -> Any:
-    import importlib
-
-    return importlib.import_module(module) if isinstance(module, str) else module
+    """An experiment module, or its already-imported module's name (modules pass their own ``__name__``)."""
+    return sys.modules[module] if isinstance(module, str) else module
 
 
 def settings_for(module: Any, args: Any) -> dict[str, Any]:
