@@ -62,3 +62,26 @@ def test_the_measurement_modules_run_with_python_m_without_a_warning(module):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "usage" in proc.stdout and "RuntimeWarning" not in proc.stderr
+
+
+def test_step_time_script_times_seqlabs_step_and_names_the_code_it_ran(tmp_path):
+    """benchmarks/step_time.py (old and new code compared through PYTHONPATH): one line with the median, the
+    range and the seqlab it imported; a bad --steps is a usage error."""
+    import pathlib
+    import re
+    import subprocess
+
+    script = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "step_time.py"
+    proc = subprocess.run([sys.executable, str(script), "gpt-train", "--steps", "2", "--warmup", "0"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    m = re.fullmatch(r"gpt-train: median ([\d.]+) ms CPU per step \(min ([\d.]+), max ([\d.]+); 2 steps, 1 thread; "
+                     r"seqlab from (.+)\)\n", proc.stdout)
+    assert m, proc.stdout
+    assert 0 < float(m[2]) <= float(m[1]) <= float(m[3])
+    import seqlab
+
+    assert pathlib.Path(m[4]) == pathlib.Path(seqlab.__file__)
+    proc = subprocess.run([sys.executable, str(script), "gpt-train", "--steps", "0"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2 and "--steps must be >= 1" in proc.stderr
