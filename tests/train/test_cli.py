@@ -166,3 +166,18 @@ def test_resume_uses_the_dataset_folder_the_run_started_with(cli, tmp_path, monk
     code, _, err = cli("train", "toy-classifier", "--out", run_dir, "--resume", "--max-minutes", "6", "--no-progress")
     assert code == 0, err
     assert seen == [data.resolve()]
+
+
+def test_resuming_a_finished_run_reports_its_last_loss(cli, tmp_path):
+    """No step is left to run, so this call trains nothing; its summary still gives the run's final loss
+    (the last one logged), not null."""
+    run_dir = tmp_path / "r"
+    code, out, err = cli("train", "toy-classifier", "--out", run_dir, *TOY)
+    assert code == 0, err
+    first = json.loads(out.strip().splitlines()[-1])
+    assert first["step"] == 30 and isinstance(first["final_loss"], float)
+    code, out, err = cli("train", "toy-classifier", "--out", run_dir, "--resume", "--no-progress")
+    assert code == 0, err
+    again = json.loads(out.strip().splitlines()[-1])
+    assert again["step"] == 30 and again["final_loss"] == first["final_loss"]
+    assert json.loads((run_dir / "summary.json").read_text())["final_loss"] == first["final_loss"]

@@ -102,7 +102,7 @@ def run(args) -> int:
               f"seqlab train {args.task} --out {args.out} --resume", file=sys.stderr)
         return 130
     summary = {"task": args.task, "step": result.step, "stopped": result.stopped,
-               "final_loss": result.losses[-1][1] if result.losses else None, **result.last_eval,
+               "final_loss": result.final_loss, **result.last_eval,
                "best": result.best, "best_step": result.best_step, "elapsed_s": round(result.elapsed_s, 2),
                **result.extra, "run_dir": str(args.out)}
     print(json.dumps(summary))

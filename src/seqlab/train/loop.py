@@ -57,7 +57,7 @@ from seqlab.optim.schedule import constant
 from seqlab.train.checkpoint import Checkpoint, save_best, save_checkpoint
 from seqlab.train.config import TrainConfig
 from seqlab.train.ema import WeightEMA
-from seqlab.train.metrics import BestTracker, MetricsLog, plot_curves
+from seqlab.train.metrics import BestTracker, MetricsLog, plot_curves, train_losses
 
 BatchFactory = Callable[[int, np.random.Generator], Iterable[Any]]
 LossFn = Callable[[Any, Any], Any]
@@ -116,6 +116,7 @@ class TrainResult:
     elapsed_s: float = 0.0                 # training time, summed over resumes
     checkpoint: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # what the task's `finish` reported (e.g. test BLEU)
+    final_loss: float | None = None        # the last training loss: of this call, else the last one logged
 
 
 class Trainer:
@@ -402,9 +403,11 @@ class Trainer:
         if self.run_dir is not None and self.dist.is_main:
             plot_curves(self.run_dir, title=str(self.run_config.get("task", "")))
         self._close()
+        logged = train_losses(self.metrics.rows()) if not losses else {}  # a resume with nothing left to do
+        final_loss = losses[-1][1] if losses else (logged[max(logged)] if logged else None)
         return TrainResult(step=self.step, epoch=self.epoch, stopped=stopped, losses=losses,
                            last_eval=dict(self.last_eval), best=self.tracker.best, best_step=self.tracker.best_step,
-                           elapsed_s=self.elapsed(), checkpoint=path)
+                           elapsed_s=self.elapsed(), checkpoint=path, final_loss=final_loss)
 
     def _close(self) -> None:
         if self._bar is not None:

@@ -151,8 +151,7 @@ def train(task_name: str | None, out: str | Path, layers: Iterable[tuple[Mapping
         result.extra = dict(extra)
     if trainer.dist.is_main:
         summary = {k: v for k, v in dataclasses.asdict(result).items() if k != "losses"}
-        summary.update(task=task_name, checkpoint=str(result.checkpoint) if result.checkpoint else None,
-                       final_loss=result.losses[-1][1] if result.losses else None, **extra)
+        summary.update(task=task_name, checkpoint=str(result.checkpoint) if result.checkpoint else None, **extra)
         write_json_atomic(out / SUMMARY, json.loads(json.dumps(summary, default=str)))
     return result
 
