@@ -107,3 +107,32 @@ def test_targets_table_compares_each_figure_with_the_issue_goal():
     assert "| attention-long peak memory, T = 64 | seqlab efficient ≤ torch SDPA | 1.0 vs 2.0 MiB | yes |" in text
     assert "| encoder-train GFLOP/s | ≥ 80% of NumPy's GEMM rate | 100% | yes |" in text
     assert "gpt-train" not in text  # not run: no row
+
+
+@pytest.mark.parametrize("threads", [1, 2, None])
+def test_the_python_api_gives_both_libraries_the_same_threads(monkeypatch, threads):
+    """`seqlab.bench.run(name, threads=N)` (not only the CLI) sets N for NumPy's BLAS and torch before the
+    benchmark runs, and passes the count on; without N both get the BLAS's own count."""
+    import torch
+
+    from seqlab.bench import runner
+    from seqlab.bench.harness import blas_threads
+    from seqlab.blas import set_blas_threads
+
+    seen = {}
+
+    def fake(**kwargs):
+        seen.update(kwargs, blas=blas_threads(), torch=torch.get_num_threads())
+        return BenchResult("gemm", "fake", ["x"], [[1]])
+
+    monkeypatch.setitem(runner.RUNNERS, "gemm", fake)
+    before_blas, before_torch = blas_threads(), torch.get_num_threads()
+    try:
+        set_blas_threads(2)
+        torch.set_num_threads(1)  # mismatched on purpose
+        runner.run("gemm", threads=threads, measure_memory=False)
+    finally:
+        set_blas_threads(before_blas or 1)
+        torch.set_num_threads(before_torch)
+    want = threads or 2
+    assert seen["blas"] == seen["torch"] == seen["threads"] == want

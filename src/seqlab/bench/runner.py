@@ -201,8 +201,13 @@ def check(name: str, device: str = "cpu", size: str = "default") -> None:
 def run(name: str, device: str = "cpu", size: str = "default", measure_memory: bool = True, **kwargs) -> BenchResult:
     """Run benchmark `name`; `device` "cuda" (encoder-train, gpt-train: CuPy against torch CUDA) and
     `size` "large" (the same two at GPU sizes) are checked first. A model benchmark on the CPU at its
-    default size also gets both libraries' step peak memory (`measure_memory`; `seqlab.bench.memory`)."""
+    default size also gets both libraries' step peak memory (`measure_memory`; `seqlab.bench.memory`).
+    On the CPU both libraries get the same thread count first: `threads`, or NumPy's BLAS's own."""
     check(name, device, size)
+    if device == "cpu":
+        from seqlab.bench.harness import set_threads
+
+        kwargs["threads"] = set_threads(kwargs.get("threads"))
     if device != "cpu" or size != "default":
         kwargs.update(device=device, size=size)
     res = RUNNERS[name](**kwargs)
