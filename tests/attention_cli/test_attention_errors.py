@@ -93,3 +93,15 @@ def test_library_rejects_empty_text(model_dirs, bpe_tokenizer):
         extract_attention(model, bpe_tokenizer, " \n")
     with pytest.raises(TypeError, match="text must be a str"):
         extract_attention(model, bpe_tokenizer, ["a", "list"])
+
+
+def test_a_run_of_a_model_without_attention_says_so(tmp_path):
+    """A toy-classifier run (a bag-of-words MLP, no tokenizer folder): the error names the missing attention,
+    not the missing tokenizer."""
+    from seqlab.cli.main import main
+
+    run_dir = tmp_path / "toy"
+    assert main(["train", "toy-classifier", "--out", str(run_dir), "--set", "max_steps=2", "--no-progress"]) == 0
+    code, _, stderr = run_cli("a good film", "--model", str(run_dir), "--out", str(tmp_path / "out"))
+    _one_error_line(code, stderr, "does not return attention weights")
+    assert "tokenizer" not in stderr

@@ -187,7 +187,10 @@ def _load_hf(folder: Path, label: str) -> tuple[Any, Any, str]:
 def _load_run(run_dir: Path, checkpoint: str) -> tuple[Any, Any, str]:
     from seqlab.train.runs import load_run
 
+    from seqlab.viz.extract import attention_kind
+
     run = load_run(run_dir, which=checkpoint)
+    attention_kind(run.task.model)  # a model without attention (toy-classifier's MLP) says so, not "no tokenizer"
     cfg = run.record.get("config", {})
     pretrained = cfg.get("pretrained") if isinstance(cfg, dict) else None
     candidates: list[Path | str] = [run_dir / TOKENIZER_DIR]
