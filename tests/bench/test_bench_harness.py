@@ -70,9 +70,9 @@ def test_attention_long_measures_every_implementation(impl):
 
 
 def test_cli_rejects_unknown_benchmarks_and_bad_threads(capsys):
-    assert main(["bench", "nope"]) == 1
+    assert main(["bench", "nope"]) == 2  # usage mistakes exit 2
     assert "unknown benchmark 'nope'" in capsys.readouterr().err
-    assert main(["bench", "gemm", "--threads", "x"]) == 1
+    assert main(["bench", "gemm", "--threads", "x"]) == 2
     assert "--threads" in capsys.readouterr().err
     assert main(["bench", "gemm", "--profile"]) == 1
     assert "--profile needs a model benchmark" in capsys.readouterr().err

@@ -121,6 +121,21 @@ def targets(rs: list[BenchResult]) -> str:
     return "Targets of the issue, this run:\n\n" + markdown_table(["target", "goal", "measured", "met"], rows)
 
 
+def tables(results: dict[int, list[BenchResult]], baseline: Path | None = None, before: dict | None = None) -> list[str]:
+    """The CPU tables of `section`, one block per thread count: its heading, the targets, then each table
+    with the baseline's 'before' column. What `seqlab bench --from-json` prints (lines of markdown)."""
+    before = _baseline(baseline) if before is None else before
+    lines = []
+    for n, rs in results.items():
+        lines += [f"### {n} thread{'s' if n != 1 else ''} for both libraries", ""]
+        t = targets(rs)
+        if t:
+            lines += [t, ""]
+        for r in rs:
+            lines += [_with_before(r, n, before).markdown(), ""]
+    return lines
+
+
 def section(results: dict[int, list[BenchResult]], info: dict, command: str, baseline: Path | None = None,
             gpu_note: str | None = None, source: Path | None = None) -> str:
     """Markdown body of the section: command, machine, then one block per thread count (CPU) or the
@@ -137,13 +152,7 @@ def section(results: dict[int, list[BenchResult]], info: dict, command: str, bas
                   f"section from the saved runs, without running anything: `seqlab bench --from-json "
                   f"{Path(source).as_posix() if source else 'FILE'} "
                   f"--baseline {Path(baseline).as_posix()} --results docs/results.md`.", ""]
-    for n, rs in results.items():
-        lines += [f"### {n} thread{'s' if n != 1 else ''} for both libraries", ""]
-        t = targets(rs)
-        if t:
-            lines += [t, ""]
-        for r in rs:
-            lines += [_with_before(r, n, before).markdown(), ""]
+    lines += tables(results, baseline, before)
     if gpu_note:
         lines += [gpu_note, ""]
     return "\n".join(lines)

@@ -16,6 +16,7 @@ A GPU run's --results section is "Benchmarks: seqlab vs PyTorch on a GPU, size S
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -59,15 +60,66 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _threads(text: str | None) -> list[int | None]:
+    from seqlab.cli.main import UsageError
+
     if text is None:
         return [None]
     try:
         counts = [int(t) for t in text.split(",") if t.strip()]
     except ValueError:
-        raise ValueError(f"--threads takes integers separated by commas, got {text!r}") from None
+        raise UsageError(f"--threads takes integers separated by commas, got {text!r}") from None
     if not counts or min(counts) < 1:
-        raise ValueError(f"--threads must be >= 1, got {text!r}")
+        raise UsageError(f"--threads must be >= 1, got {text!r}")
     return counts
+
+
+def _read_record(path: Path, option: str) -> dict:
+    """A `seqlab bench --json` file, or one line that names it and what is wrong with it (exit 1)."""
+    import json
+
+    from seqlab.errors import DataError
+
+    if path.is_dir():
+        raise DataError(f"{option} {path} is a folder, not a --json file")
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise DataError(f"{option} {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise DataError(f"{option} {path} cannot be read: {getattr(e, 'strerror', None) or e}") from None
+    try:
+        saved = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DataError(f"{option} {path} is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    if not isinstance(saved, dict) or not isinstance(saved.get("runs"), dict):
+        raise DataError(f"{option} {path} is not a `seqlab bench --json` record: it has no \"runs\"")
+    return saved
+
+
+def _bad_record(path: Path, option: str, e: Exception):
+    from seqlab.errors import DataError
+
+    what = f"{type(e).__name__} {e}" if isinstance(e, KeyError) else str(e).strip().splitlines()[0]
+    return DataError(f"{option} {path} is not a `seqlab bench --json` record: {what}")
+
+
+def _check_writable(path: Path, option: str) -> None:
+    """Fail before any benchmark runs when an output file could not be written at the end."""
+    from seqlab.errors import SeqlabError
+
+    if path.is_dir():
+        raise SeqlabError(f"{option} {path} is a folder, not a file")
+    if path.exists():
+        if not os.access(path, os.W_OK):
+            raise SeqlabError(f"cannot write {option} {path}: the file is not writable")
+        return
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise SeqlabError(f"cannot write {option} {path}: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise SeqlabError(f"cannot write {option} {path}: the folder {parent} is not writable")
 
 
 def run(args) -> int:
@@ -87,12 +139,25 @@ def run(args) -> int:
     names = args.names or list(CUDA_NAMES if device == "cuda" else SIZED if size != "default" else NAMES)
     bad = [n for n in names if n not in NAMES]
     if bad:
-        raise ValueError(f"unknown benchmark {bad[0]!r}; choose from {', '.join(NAMES)}")
+        raise UsageError(f"unknown benchmark {bad[0]!r}; choose from {', '.join(NAMES)}")
     counts = _threads(args.threads)
     if args.repeats is not None and args.repeats < 1:
-        raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
+        raise UsageError(f"--repeats must be >= 1, got {args.repeats}")
     if args.from_json is None:
         _check_device(args, device, size, names, UsageError)
+    # every file named on the line, before anything runs or prints
+    saved = _read_record(args.from_json, "--from-json") if args.from_json is not None else None
+    if args.baseline is not None:
+        from seqlab.bench.report import _baseline
+
+        _read_record(args.baseline, "--baseline")
+        try:
+            _baseline(args.baseline)
+        except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError) as e:
+            raise _bad_record(args.baseline, "--baseline", e) from None
+    for option, path in (("--results", args.results), ("--json", args.json)):
+        if path is not None:
+            _check_writable(path, option)
 
     if args.profile:
         from seqlab.bench.profiling import profile_step, torch_op_table
@@ -111,15 +176,18 @@ def run(args) -> int:
         return 0
 
     if args.from_json is not None:
-        import json
+        from seqlab.bench.report import from_json, tables
 
-        from seqlab.bench.report import from_json
-
-        saved = json.loads(args.from_json.read_text())
-        results, info, command = from_json(saved)
-        for rs in results.values():
-            for r in rs:
-                print(r.markdown() + "\n")
+        try:
+            results, info, command = from_json(saved)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise _bad_record(args.from_json, "--from-json", e) from None
+        if info.get("device") == "cuda":
+            for rs in results.values():
+                for r in rs:
+                    print(r.markdown() + "\n")
+        else:  # what --results writes: a heading per thread count, the targets, the baseline's 'before' column
+            print("\n".join(tables(results, args.baseline)).rstrip() + "\n")
         _write_results(args, results, info, command, saved.get("device", "cpu"), saved.get("size", "default"))
         return 0
 
@@ -156,6 +224,7 @@ def _save_json(path: Path, results: dict, info: dict, command: str, device: str,
 
     from seqlab.bench.report import to_json
 
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(to_json(results, info, command, device, size), indent=1, default=str) + "\n")
 
 

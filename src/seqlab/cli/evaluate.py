@@ -25,6 +25,10 @@ def run(args) -> int:
     from seqlab.train.metrics import accuracy
     from seqlab.train.runs import load_run
 
+    if args.data.is_dir():
+        tsv = sorted(args.data.glob("*.tsv"))
+        raise DataError(f"--data {args.data} is a folder, not a file; pass a TSV file"
+                        + (f" such as {tsv[0]}" if tsv else ""))
     if not args.data.is_file():
         raise DataError(f"data file {args.data} does not exist")
     run_ = load_run(args.run_dir, which=args.checkpoint)

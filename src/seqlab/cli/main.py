@@ -2,7 +2,8 @@
 
 Each subcommand is a module `seqlab.cli.<name>` exposing
 ``add_arguments(parser)`` and ``run(args) -> int``; `COMMANDS` lists them.
-Exit codes: 0 ok, 1 runtime error, 2 usage error, 130 interrupted. ``--debug``
+Exit codes: 0 ok, 1 runtime error, 2 usage error, 130 interrupted, 141 stdout closed early
+(``seqlab info RUN | head -1``: quietly, like a tool that SIGPIPE ends). ``--debug``
 (anywhere on the line) or ``$SEQLAB_DEBUG`` also prints the traceback.
 """
 from __future__ import annotations
@@ -66,7 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "_run", None):
             parser.print_help()
             raise UsageError("no command given; choose one of: " + ", ".join(args._commands))
-        return int(args._run(args) or 0)
+        code = int(args._run(args) or 0)
+        sys.stdout.flush()  # here, so a reader that went away is caught below rather than at exit
+        return code
+    except BrokenPipeError:
+        return _stdout_closed()
     except UsageError as e:
         if debug:
             traceback.print_exc()
@@ -87,5 +92,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def _stdout_closed() -> int:
+    """The reader of stdout went away (`| head`): no message, and no second error when Python flushes
+    stdout at exit (point it at devnull, as the Python docs' note on SIGPIPE does). 141 = 128 + SIGPIPE."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (a captured stdout)
+        pass
+    return 141
+
+
+if __name__ == "__main__":  # python -m seqlab.cli.main: the imported module's main, so that its UsageError
+    from seqlab.cli.main import main as _main  # is the one the subcommands raise (not __main__'s copy)
+
+    raise SystemExit(_main())

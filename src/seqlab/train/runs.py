@@ -159,6 +159,8 @@ def train(task_name: str | None, out: str | Path, layers: Iterable[tuple[Mapping
 def load_run(run_dir: str | Path, which: str = "best", data_dir: str | Path | None = None) -> Run:
     """A run's task built for inference, its model holding the best (or latest) weights, in eval mode."""
     run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise CheckpointError(f"{run_dir} is a file, not a run folder")
     if not run_dir.is_dir():
         raise CheckpointError(f"run folder {run_dir} does not exist")
     if which not in ("best", "latest"):
