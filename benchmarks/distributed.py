@@ -26,6 +26,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _cli import check_data_dir, check_output_file, fail, positive_int, run_main
+
 ROOT = Path(__file__).resolve().parents[1]
 THREADS = {k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 CONFIGS = {  # small enough for minutes on a laptop, big enough that a step is mostly compute
@@ -56,7 +58,8 @@ def train_once(task: str, settings: dict, nproc: int, out: Path, data_dir: str |
                "-m", "seqlab"] + args
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=ROOT)
     if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
+        sys.stderr.write(proc.stderr[-3000:])
+        fail(f"{' '.join(cmd)} failed (exit code {proc.returncode})")
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     return [r for r in rows if "split" not in r and "loss" in r and "event" not in r]
 
@@ -65,20 +68,26 @@ def seconds_per_step(rows: list[dict], warmup: int) -> float:
     by_step = {int(r["step"]): float(r["elapsed_s"]) for r in rows}
     last = max(by_step)
     if warmup not in by_step or last <= warmup:
-        raise SystemExit(f"need step rows {warmup} and after; got steps {sorted(by_step)[:5]}...")
+        fail(f"need step rows {warmup} and after; got steps {sorted(by_step)[:5]}...")
     return (by_step[last] - by_step[warmup]) / (last - warmup)
 
 
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--task", default="sst2-transformer", choices=sorted(CONFIGS))
-    p.add_argument("--steps", type=int, default=60)
-    p.add_argument("--warmup", type=int, default=10, help="steps not timed (caches, allocator)")
-    p.add_argument("--rounds", type=int, default=2, help="alternating 1-process / 2-process runs")
-    p.add_argument("--nproc", type=int, default=2)
+    p.add_argument("--steps", type=positive_int, default=60, help="training steps per run (more than --warmup)")
+    p.add_argument("--warmup", type=positive_int, default=10,
+                   help="steps not timed (caches, allocator); the clock starts at the end of step WARMUP (>= 1)")
+    p.add_argument("--rounds", type=positive_int, default=2, help="alternating 1-process / 2-process runs")
+    p.add_argument("--nproc", type=positive_int, default=2)
     p.add_argument("--data-dir", default=os.environ.get("SEQLAB_DATA"))
     p.add_argument("--json", type=Path, help="also write the numbers here")
     args = p.parse_args(argv)
+    if args.steps <= args.warmup:
+        p.error(f"--steps ({args.steps}) must be more than --warmup ({args.warmup}): "
+                "only the steps after the warm-up are timed")
+    check_output_file(p, "--json", args.json)
+    check_data_dir(args.data_dir)
     settings = {**CONFIGS[args.task], "max_steps": args.steps, "eval_every": 0, "checkpoint_every": 0,
                 "log_every": 1, "dropout": 0.1}
     times: dict[int, list[float]] = {1: [], args.nproc: []}
@@ -105,4 +114,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -7,13 +7,14 @@ passes seqlab's training step is made of: plain ufunc passes over a whole
 kernel, LayerNorm forward and dropout split by rows. Each line: median
 milliseconds on one thread, on two, and the speed-up.
 
-    python benchmarks/elementwise_threads.py
+    python benchmarks/elementwise_threads.py [--repeats 100]
 
 seqlab's BLAS is held to one thread throughout; the two threads are Python's.
 The figures are in docs/results.md ("Where a training step's time goes").
 """
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +25,8 @@ from seqlab.autograd.ops.activation import normal_cdf_float32
 from seqlab.autograd.ops.fused import LayerNorm
 from seqlab.backend import CACHE_BLOCK
 from seqlab.blas import blas_threads
+
+from _cli import positive_int, run_main
 
 
 def median_ms(fn, repeats: int = 100) -> float:
@@ -44,7 +47,10 @@ def split_rows(pool: ThreadPoolExecutor, work, rows: int) -> None:
     other.result()
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeats", type=positive_int, default=100, help="timed calls per figure (default 100)")
+    args = p.parse_args(argv)
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2048, 1024)).astype(np.float32)      # one FF activation of encoder-train
     out = np.empty_like(x)
@@ -81,9 +87,9 @@ def main() -> None:
     with blas_threads(1), ThreadPoolExecutor(1) as pool:
         print(f"{'pass':<48} {'1 thread ms':>12} {'2 threads ms':>13} {'speed-up':>9}")
         for name, one, two in cases:
-            t1, t2 = median_ms(one), median_ms(two)
+            t1, t2 = median_ms(one, args.repeats), median_ms(two, args.repeats)
             print(f"{name:<48} {t1:>12.3f} {t2:>13.3f} {t1 / t2:>8.2f}x")
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -29,6 +29,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 import seqlab  # noqa: E402
+from _cli import check_output_file, positive_int, run_main  # noqa: E402
 from seqlab.models.gpt import GPT, GPTConfig  # noqa: E402
 from seqlab.models.outputs import KVCache  # noqa: E402
 
@@ -58,14 +59,17 @@ def step_times(model: GPT, total: int, use_cache: bool, windows: list[tuple[int,
 
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--n-embd", type=int, default=128)
-    p.add_argument("--n-layer", type=int, default=4)
-    p.add_argument("--n-head", type=int, default=4)
-    p.add_argument("--vocab", type=int, default=2048)
-    p.add_argument("--repeats", type=int, default=3, help="best of this many runs per window")
+    p.add_argument("--n-embd", type=positive_int, default=128)
+    p.add_argument("--n-layer", type=positive_int, default=4)
+    p.add_argument("--n-head", type=positive_int, default=4)
+    p.add_argument("--vocab", type=positive_int, default=2048)
+    p.add_argument("--repeats", type=positive_int, default=3, help="best of this many runs per window")
     p.add_argument("--no-uncached", action="store_true", help="skip the (slow) run without the cache")
     p.add_argument("--json", default=None, help="also write the results here")
     args = p.parse_args(argv)
+    if args.n_embd % args.n_head:
+        p.error(f"--n-embd ({args.n_embd}) must be a multiple of --n-head ({args.n_head})")
+    check_output_file(p, "--json", args.json)
 
     seqlab.manual_seed(0)
     cfg = GPTConfig(vocab_size=args.vocab, n_positions=1024, n_embd=args.n_embd, n_layer=args.n_layer,
@@ -100,4 +104,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

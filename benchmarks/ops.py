@@ -14,6 +14,9 @@ import os
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _cli import fail, positive_int, run_main, thread_counts, valid_thread_counts  # noqa: E402
+
 
 def _threads_from_argv(argv: list[str]) -> str | None:
     """`--threads N` must act before NumPy loads its BLAS, so it is read from argv first."""
@@ -26,7 +29,8 @@ def _threads_from_argv(argv: list[str]) -> str | None:
 
 
 _n = _threads_from_argv(sys.argv[1:])
-if _n is not None and "," in _n:  # several counts: each child process sets its own
+# several counts: each child process sets its own; a bad count is left to the parser to refuse
+if _n is not None and ("," in _n or not valid_thread_counts(_n)):
     _n = None
 if _n is not None:
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -34,10 +38,11 @@ if _n is not None:
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import compare, machine_info, markdown_table, match_threads, write_section  # noqa: E402
 
 B, T, D, H, V = 32, 64, 256, 4, 8000
+OPS = ("matmul", "softmax", "log_softmax + cross_entropy", "layer_norm", "gelu (erf)", "gelu (tanh)", "embedding",
+       "attention", "attention (causal)")  # the names of _cases, in order (what --only accepts)
 
 
 def _cases(rng: np.random.Generator):
@@ -125,6 +130,7 @@ def run_table(rounds: int, only: str) -> tuple[str, dict]:
     load_before = _loadavg()
     rng = np.random.default_rng(0)
     cases, torch = _cases(rng)
+    assert tuple(c[0] for c in cases) == OPS, "OPS must list _cases' names"
     wanted = {w.strip() for w in only.split(",") if w.strip()}
     rows = []
     for name, shape, fs, ft, floats, ints in cases:
@@ -154,16 +160,19 @@ def _loadavg() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=7, help="alternating timing rounds per op (default 7)")
+    p.add_argument("--rounds", type=positive_int, default=7, help="alternating timing rounds per op (default 7)")
     p.add_argument("--only", default="", help="comma-separated op names (default: all)")
     p.add_argument("--results", type=Path, default=None, help="write the table(s) into this markdown file")
     p.add_argument("--emit-json", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--threads", default=None,
+    p.add_argument("--threads", type=thread_counts, default=None,
                    help="threads for both libraries, or a comma-separated list (one table each, each in its "
                         "own process, since NumPy's BLAS reads its thread count when it loads)")
     args = p.parse_args(argv)
+    unknown = [w for w in (w.strip() for w in args.only.split(",")) if w and w not in OPS]
+    if unknown:
+        p.error(f"--only: unknown op {', '.join(map(repr, unknown))}; the ops are: {', '.join(OPS)}")
     argv = list(argv if argv is not None else sys.argv[1:])
-    counts = [c.strip() for c in (args.threads or "").split(",") if c.strip()]
+    counts = args.threads or []
     if len(counts) > 1:  # one child process per thread count
         import subprocess
 
@@ -171,7 +180,11 @@ def main(argv: list[str] | None = None) -> int:
         for n in counts:
             child = [sys.executable, __file__, "--threads", n, "--rounds", str(args.rounds), "--only", args.only,
                      "--emit-json"]
-            out = subprocess.run(child, check=True, capture_output=True, text=True).stdout
+            proc = subprocess.run(child, capture_output=True, text=True)
+            if proc.returncode != 0:
+                sys.stderr.write(proc.stderr[-3000:])
+                fail(f"the run with --threads {n} failed (exit code {proc.returncode})")
+            out = proc.stdout
             import json
 
             res = json.loads(out.strip().splitlines()[-1])
@@ -199,4 +212,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_main(main)

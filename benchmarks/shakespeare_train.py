@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+from _cli import check_output_file, positive_int, run_main
 from seqlab.bench.harness import load_average, machine_info, set_threads
 
 BLOCK, BATCH, N_LAYER, N_HEAD, N_EMBD = 64, 12, 4, 4, 128
@@ -108,25 +109,29 @@ class TorchRun:
 
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--iters", type=int, default=2000)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--chunk", type=int, default=250, help="iterations per turn before switching library")
-    p.add_argument("--eval-iters", type=int, default=200, help="batches per split for the final loss estimate")
+    p.add_argument("--iters", type=positive_int, default=2000)
+    p.add_argument("--threads", type=positive_int, default=1)
+    p.add_argument("--chunk", type=positive_int, default=250, help="iterations per turn before switching library")
+    p.add_argument("--eval-iters", type=positive_int, default=200,
+                   help="batches per split for the final loss estimate")
     p.add_argument("--data-dir", default=None)
     p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--json", default=None, help="write the result here")
     args = p.parse_args(argv)
+    check_output_file(p, "--json", args.json)
+
+    from seqlab.data import CharTokenizer, load_shakespeare, train_val_split
+
+    text = load_shakespeare(args.data_dir)  # first: a missing dataset is reported before torch loads
 
     import torch
 
     import seqlab
     from seqlab.bench.torch_models import copy_to_torch, torch_gpt
-    from seqlab.data import CharTokenizer, load_shakespeare, train_val_split
     from seqlab.models.gpt import GPT, GPTConfig
 
     threads = set_threads(args.threads)
     torch.set_num_threads(threads)
-    text = load_shakespeare(args.data_dir)
     tok = CharTokenizer(text)
     ids = np.array(tok.encode(text), dtype=np.int64)
     train_ids, val_ids = train_val_split(ids, 0.9)
@@ -181,4 +186,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

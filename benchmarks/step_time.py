@@ -16,6 +16,8 @@ import argparse
 import statistics
 import time
 
+from _cli import check_data_dir, run_main
+
 import seqlab
 from seqlab.bench.harness import set_threads
 from seqlab.bench.memory import MODULES
@@ -30,6 +32,8 @@ def main(argv=None) -> None:
     a = p.parse_args(argv)
     if a.steps < 1 or a.warmup < 0:
         p.error("--steps must be >= 1 and --warmup >= 0")
+    if a.name == "bert-infer":
+        check_data_dir(a.data_dir)
     set_threads(1)
     module = MODULES[a.name]
     built = module.build(data_dir=a.data_dir) if a.name == "bert-infer" else module.build()
@@ -46,4 +50,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -1,0 +1,109 @@
+"""The scripts in benchmarks/: bad arguments and missing folders end in one `error:` line, never a traceback.
+
+Each call is a subprocess of the script itself, as a user runs it; every bad call here must be refused
+before any model is built or any timing starts, so the whole file takes a few seconds.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "benchmarks"
+SCRIPTS = sorted(p.name for p in BENCH.glob("*.py") if p.name not in ("common.py", "_cli.py"))
+MISSING = str(ROOT / "no-such-folder-for-seqlab-tests")
+
+
+def run_script(script: str, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
+    env.pop("SEQLAB_DATA", None)
+    return subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=60)
+
+
+BAD_ARGUMENTS = [  # (script, arguments, words the message must contain): exit code 2, argparse's usage + error
+    ("ops.py", ["--only", "matmul", "--rounds", "0"], ["--rounds", ">= 1"]),
+    ("ops.py", ["--only", "bogus"], ["bogus", "matmul", "attention (causal)"]),
+    ("ops.py", ["--only", "matmul,bogus"], ["bogus"]),
+    ("ops.py", ["--threads", "0"], ["--threads", ">= 1"]),
+    ("ops.py", ["--threads", "abc"], ["--threads", "'abc'"]),
+    ("ops.py", ["--threads", "1,0"], ["--threads"]),
+    ("ops.py", ["--threads=-2"], ["--threads"]),
+    ("distributed.py", ["--rounds", "0"], ["--rounds"]),
+    ("distributed.py", ["--nproc", "0"], ["--nproc"]),
+    ("distributed.py", ["--steps", "2", "--warmup", "2"], ["--steps", "--warmup"]),
+    ("distributed.py", ["--warmup", "0"], ["--warmup"]),
+    ("distributed.py", ["--steps", "-1"], ["--steps"]),
+    ("distributed.py", ["--json", MISSING + "/out.json"], ["--json"]),
+    ("shakespeare_train.py", ["--iters", "0"], ["--iters"]),
+    ("shakespeare_train.py", ["--chunk", "0"], ["--chunk"]),
+    ("shakespeare_train.py", ["--eval-iters", "0"], ["--eval-iters"]),
+    ("shakespeare_train.py", ["--threads", "0"], ["--threads"]),
+    ("shakespeare_train.py", ["--json", MISSING + "/out.json"], ["--json"]),
+    ("step_time.py", ["gpt-train", "--steps", "0"], ["--steps"]),
+    ("step_time.py", ["no-such-benchmark"], ["no-such-benchmark"]),
+    ("kv_cache.py", ["--repeats", "0"], ["--repeats"]),
+    ("kv_cache.py", ["--n-embd", "100", "--n-head", "3"], ["--n-embd", "--n-head"]),
+    ("kv_cache.py", ["--n-layer", "0"], ["--n-layer"]),
+    ("kv_cache.py", ["--json", MISSING + "/out.json"], ["--json"]),
+    ("elementwise_threads.py", ["--repeats", "0"], ["--repeats"]),
+    ("elementwise_threads.py", ["--bogus"], ["--bogus"]),
+]
+
+RUNTIME_ERRORS = [  # (script, arguments, words): exit code 1, one `error:` line
+    ("step_time.py", ["bert-infer", "--steps", "1", "--data-dir", MISSING], [MISSING]),
+    ("distributed.py", ["--data-dir", MISSING], [MISSING]),
+    ("shakespeare_train.py", ["--data-dir", MISSING], [MISSING, "tinyshakespeare"]),
+]
+
+
+def error_lines(stderr: str) -> list[str]:
+    assert "Traceback" not in stderr, stderr
+    return [line for line in stderr.splitlines() if "error:" in line]
+
+
+@pytest.mark.parametrize("script,args,words", BAD_ARGUMENTS, ids=[f"{s} {' '.join(a)}" for s, a, _ in BAD_ARGUMENTS])
+def test_bad_arguments_exit_2_with_one_error_line(script, args, words):
+    proc = run_script(script, *args)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    (line,) = error_lines(proc.stderr)
+    assert line.startswith(f"{script}: error: ")
+    for word in words:
+        assert word in line, (word, line)
+    assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("script,args,words", RUNTIME_ERRORS, ids=[f"{s} {' '.join(a)}" for s, a, _ in RUNTIME_ERRORS])
+def test_missing_data_folder_exits_1_with_one_error_line(script, args, words):
+    proc = run_script(script, *args)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1, proc.stderr
+    for word in words:
+        assert word in proc.stderr, (word, proc.stderr)
+
+
+@pytest.mark.parametrize("script,args", [("gemm.py", ["--repeats", "0"]), ("gpt_train.py", ["--threads", "abc"]),
+                                         ("attention_long.py", ["--threads", "0"])], ids=["gemm", "gpt_train", "attn"])
+def test_seqlab_bench_wrappers_refuse_bad_values_in_one_line(script, args):
+    """The one-benchmark wrappers hand their arguments to `seqlab bench`, which checks them (exit 1)."""
+    proc = run_script(script, *args)
+    assert proc.returncode != 0, proc.stdout
+    assert len(error_lines(proc.stderr)) == 1, proc.stderr
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_help_exits_0(script):
+    proc = run_script(script, "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert "usage:" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_the_scripts_are_all_covered():
+    """A new script in benchmarks/ gets its --help checked above; this keeps the list of known ones honest."""
+    assert {"ops.py", "distributed.py", "shakespeare_train.py", "step_time.py", "kv_cache.py",
+            "elementwise_threads.py", "gemm.py", "bert_infer.py"} <= set(SCRIPTS)
