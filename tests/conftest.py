@@ -4,12 +4,28 @@ Tests run with ``--import-mode=importlib`` (test files in different folders
 may share a name), so folders are not put on ``sys.path`` by pytest; this puts
 ``tests/`` and each test folder there, so ``from helpers import check_op``
 and a folder's own helper module import everywhere. Helper modules have
-unique names across folders.
+unique names across folders. The `cli` fixture runs the command line in
+this process.
 """
 import sys
 from pathlib import Path
+
+import pytest
 
 _TESTS = Path(__file__).resolve().parent
 for _folder in [_TESTS, *sorted(p for p in _TESTS.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))]:
     if str(_folder) not in sys.path:
         sys.path.insert(0, str(_folder))
+
+
+@pytest.fixture
+def cli(capsys):
+    """Run `seqlab ARGS...` in this process; returns (exit code, stdout, stderr)."""
+    from seqlab.cli.main import main
+
+    def run(*argv):
+        capsys.readouterr()
+        code = main([str(a) for a in argv])
+        out, err = capsys.readouterr()
+        return code, out, err
+    return run

@@ -13,16 +13,6 @@ from seqlab.cli.main import main
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
-@pytest.fixture
-def cli(capsys):
-    def run(*argv):
-        capsys.readouterr()
-        code = main([str(a) for a in argv])
-        out, err = capsys.readouterr()
-        return code, out, err
-    return run
-
-
 @pytest.fixture(scope="module")
 def toy_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("errs") / "run"

@@ -19,19 +19,6 @@ SENTENCES = ["the cat sat on the mat", "a dog ran in the park", "the bird sang a
              "a good movie with a great plot", "a bad film and a dull story"] * 4
 
 
-@pytest.fixture
-def cli(capsys):
-    """Run `seqlab ARGS...` in this process; returns (exit code, stdout, stderr)."""
-    from seqlab.cli.main import main
-
-    def run(*argv):
-        capsys.readouterr()
-        code = main([str(a) for a in argv])
-        out, err = capsys.readouterr()
-        return code, out, err
-    return run
-
-
 def _copy(src: Path, dst: Path, edit) -> Path:
     shutil.copytree(src, dst)
     edit(dst)
