@@ -83,6 +83,10 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
     return out
 
 
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def run(args) -> int:
     from seqlab.cli.main import UsageError
     from seqlab.errors import CheckpointError, ConfigError, DataError
@@ -106,6 +110,7 @@ def run(args) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise CheckpointError(f"cannot create the output folder {out}: {e.strerror or e}") from None
+    args.say = _say  # the experiment's progress lines (it prints nothing itself)
     results = mod.run(out, args)
     table = results.get("table") if isinstance(results, dict) else None
     print(table if table else json.dumps(results, indent=2, default=str)[:4000])

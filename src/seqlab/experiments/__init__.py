@@ -5,7 +5,7 @@ exposing ``DESCRIPTION``, ``SETTINGS`` (its ``--set`` keys: a tuple of
 `seqlab.experiments.common.Setting`, with an optional ``check(settings)`` for
 rules between them) and ``run(out_dir: pathlib.Path, args) -> dict``; `run`
 resolves its settings with `common.settings_for`, reports its phases with
-`common.progress_for`, writes `report.md`, `results.json` and PNG plots into
+`common.progress_for` (to ``args.say``, which `seqlab experiment` sets), writes `report.md`, `results.json` and PNG plots into
 `out_dir` and returns the results. `seqlab experiment NAME --out DIR` checks
 the ``--set`` values first, then prints the table.
 """

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from seqlab.errors import ConfigError
-from seqlab.experiments.common import SAME, Progress, Setting, progress_mode, settings_for
+from seqlab.experiments.common import SAME, Setting, progress_for, settings_for
 
 DESCRIPTION = "exercise 3: MLM encoder vs causal decoder vs T5 of one size, same text and budget, on SST-2"
 
@@ -383,7 +383,7 @@ def run(out_dir: Path, args) -> dict:
     s = settings(args)
     seed, data_dir = int(getattr(args, "seed", 0) or 0), getattr(args, "data_dir", None)
     quick = bool(getattr(args, "quick", False))
-    say = Progress("bert-vs-gpt", progress_mode(args, None if s["progress"] == "auto" else s["progress"]))
+    say = progress_for(__name__, args, None if s["progress"] == "auto" else s["progress"])
     progress = say.bars  # the trainer's bars
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

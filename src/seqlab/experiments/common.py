@@ -241,23 +241,27 @@ def progress_mode(args: Any, explicit: bool | None = None) -> str:
 
 
 class Progress:
-    """One experiment's progress on stderr: `say` a line per phase, `bar` a tqdm bar over a loop.
+    """One experiment's progress: `say` a line per phase, `bar` a tqdm bar over a loop.
 
-    With bars, lines go through ``tqdm.write`` so they do not break a bar in flight; with mode
-    'lines' the bars do nothing and the lines are printed; with 'off' both are dropped.
+    The lines go to `write` (the command line's writer, ``args.say``; without one they are dropped:
+    the library itself prints nothing). With bars, a line is written with the bars cleared so it
+    does not break one in flight; with mode 'lines' the bars do nothing; with 'off' both are dropped.
     """
 
-    def __init__(self, experiment: str, mode: str = "lines"):
-        self.experiment, self.mode = experiment, mode
+    def __init__(self, experiment: str, mode: str = "lines", write: Callable[[str], None] | None = None):
+        self.experiment, self.mode, self.write = experiment, mode, write
 
     def say(self, text: str) -> None:
+        if self.mode == "off" or self.write is None:
+            return
         line = f"[{self.experiment}] {text}"
         if self.mode == "bars":
             from tqdm import tqdm
 
-            tqdm.write(line, file=sys.stderr)
-        elif self.mode == "lines":  # plain print: no tqdm locks (they shift attention-cost's traced memory)
-            print(line, file=sys.stderr, flush=True)
+            with tqdm.external_write_mode(file=sys.stderr):
+                self.write(line)
+        else:  # no tqdm locks here (they shift attention-cost's traced memory)
+            self.write(line)
 
     @property
     def bars(self) -> bool:
@@ -290,4 +294,5 @@ class _NoBar:
 
 
 def progress_for(module: Any, args: Any, explicit: bool | None = None) -> Progress:
-    return Progress(experiment_name(module), progress_mode(args, explicit))
+    """The experiment's `Progress`: its mode from `progress_mode`, its lines to ``args.say`` (if any)."""
+    return Progress(experiment_name(module), progress_mode(args, explicit), getattr(args, "say", None))
