@@ -31,8 +31,10 @@ def loaded_blas_libraries() -> list[str]:
         maps = Path("/proc/self/maps").read_text()
     except OSError:
         return []
-    return sorted({ln.split()[-1] for ln in maps.splitlines() if "/" in ln and
-                   re.search(r"(openblas|mkl_rt|libblis|libblas)[^/]*\.so", ln.split()[-1])})
+    found = {ln.split()[-1] for ln in maps.splitlines() if "/" in ln and
+             re.search(r"(openblas|mkl_rt|libblis|libblas)[^/]*\.so", ln.split()[-1])}
+    # MKL last: when seqlab.gemm loaded it beside NumPy's OpenBLAS, "NumPy's BLAS" is the other one
+    return sorted(found, key=lambda path: ("mkl_rt" in Path(path).name, path))
 
 
 @functools.lru_cache(maxsize=None)
@@ -59,12 +61,15 @@ def get_blas_threads() -> int | None:
 
 
 def set_blas_threads(n: int) -> bool:
-    """Put NumPy's BLAS on `n` threads; False when no known setter is exported (nothing changes)."""
+    """Put NumPy's BLAS (and MKL, when seqlab.mkl uses it) on `n` threads; False when neither has a known setter."""
     if n < 1:
         raise ValueError(f"BLAS threads must be >= 1, got {n}")
+    from seqlab.mkl import set_mkl_threads  # MKL too, when seqlab's products go to it
+
+    mkl_set = set_mkl_threads(n)
     put = _blas_function(_BLAS_SET)
     if put is None:
-        return False
+        return mkl_set
     put.argtypes = [ctypes.c_int]
     put(int(n))
     return True

@@ -1,4 +1,8 @@
-"""gemm: the float32 matrix-multiply rate of NumPy's BLAS (and torch's), the ceiling of every benchmark.
+"""gemm: the float32 matrix-multiply rate of seqlab's BLAS (and torch's), the ceiling of every benchmark.
+
+seqlab's BLAS is NumPy's, or MKL's where `seqlab.mkl` sends products to it
+(the `mkl` package installed): the products go through `seqlab.mkl.matmul`
+as the models' do.
 
 Shapes: encoder-train's three products (tokens 2,048 × d 256 against the
 q/k/v, feed-forward-in and feed-forward-out matrices) and a square 1,024.
@@ -8,8 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from seqlab.mkl import matmul
+
 NAME = "gemm"
-DESCRIPTION = "float32 GEMM rate (GFLOP/s) of NumPy's BLAS and torch at encoder-train's shapes and 1,024³"
+DESCRIPTION = "float32 GEMM rate (GFLOP/s) of seqlab's BLAS and torch at encoder-train's shapes and 1,024³"
 
 SHAPES = ((2048, 256, 768), (2048, 256, 1024), (2048, 1024, 256), (1024, 1024, 1024))  # (m, k, n)
 
@@ -31,11 +37,11 @@ def build(m: int, k: int, n: int):
     out = np.empty((m, n), dtype=np.float32)
     ta, tb = torch.from_numpy(a), torch.from_numpy(b)
     tout = torch.empty(m, n)
-    return (lambda: np.matmul(a, b, out=out)), (lambda: torch.matmul(ta, tb, out=tout))
+    return (lambda: matmul(a, b, out=out)), (lambda: torch.matmul(ta, tb, out=tout))
 
 
 def numpy_rates(rounds: int = 5) -> tuple[float, float]:
-    """The best NumPy float32 GEMM rate (FLOP/s) over `SHAPES`, by wall time and by process CPU time,
+    """The best float32 GEMM rate of seqlab's BLAS (FLOP/s) over `SHAPES`, by wall time and by process CPU time,
     each the median of `rounds` timings of 3 products."""
     import statistics
     import time
@@ -44,12 +50,12 @@ def numpy_rates(rounds: int = 5) -> tuple[float, float]:
     for m, k, n in SHAPES:
         a, b = operands(m, k, n)
         out = np.empty((m, n), dtype=np.float32)
-        np.matmul(a, b, out=out)
+        matmul(a, b, out=out)
         walls, cpus = [], []
         for _ in range(rounds):
             w0, c0 = time.perf_counter(), time.process_time()
             for _ in range(3):
-                np.matmul(a, b, out=out)
+                matmul(a, b, out=out)
             walls.append((time.perf_counter() - w0) / 3)
             cpus.append((time.process_time() - c0) / 3)
         best_wall = max(best_wall, flops(m, k, n) / statistics.median(walls))

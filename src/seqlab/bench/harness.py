@@ -20,6 +20,7 @@ from typing import Callable
 
 import numpy as np
 
+from seqlab import mkl as seqlab_mkl
 from seqlab.blas import get_blas_threads, loaded_blas_libraries, set_blas_threads
 
 
@@ -82,6 +83,7 @@ def machine_info(threads: int) -> dict:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "numpy_blas": Path(blas[0]).name if blas else "unknown",
+        "seqlab_blas": seqlab_mkl.describe(),  # where seqlab's float32 products go (seqlab.mkl)
         "torch": torch.__version__,
         "date": datetime.date.today().isoformat(),
     }

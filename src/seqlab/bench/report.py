@@ -13,8 +13,8 @@ GPU_HEADING = f"{HEADING} on a GPU"
 
 HOW_TO_READ = (
     "How to read it: every model benchmark builds the same model in seqlab and in PyTorch CPU eager, copies "
-    "the same weights, feeds the same inputs, gives both the same number of threads (NumPy's OpenBLAS through "
-    "its C setter, torch through `set_num_threads`) and alternates the two libraries in one process; the "
+    "the same weights, feeds the same inputs, gives both the same number of threads (NumPy's OpenBLAS, and MKL "
+    "where seqlab's products go to it, through their C setters; torch through `set_num_threads`) and alternates the two libraries in one process; the "
     "figures are medians and a ratio below 1 means seqlab is faster. The machine is shared with other jobs "
     "(load average shown next to each row), so absolute times move between runs; the ratio of the "
     "alternating medians is the figure of merit."
@@ -79,6 +79,22 @@ def _baseline(path: Path | None) -> dict:
     return out
 
 
+def _products(info: dict) -> str:
+    """Where seqlab's matrix products went in a run (records from before seqlab.mkl: NumPy's BLAS)."""
+    products = info.get("seqlab_blas", "NumPy's BLAS")
+    return f"seqlab's products on {products}"
+
+
+def _baseline_says(path: Path) -> str:
+    """What the 'before' columns are: the baseline run's own command, machine line and date."""
+    saved = json.loads(Path(path).read_text())
+    info = saved.get("machine", {})
+    said = [f"`{saved['command']}`"] if saved.get("command") else []
+    said += [str(info[key]) for key in ("cpu",) if key in info] + [_products(info)]
+    said += [str(info["date"])] if "date" in info else []
+    return f"the run recorded in {Path(path).as_posix()} ({'; '.join(said)})"
+
+
 def _with_before(r: BenchResult, n: int, before: dict) -> BenchResult:
     if r.headers[0] == "benchmark" and (str(n), r.name) in before:
         return BenchResult(r.name, r.description, r.headers + ["before: seqlab ms, ratio (CPU)"],
@@ -114,7 +130,7 @@ def targets(rs: list[BenchResult]) -> str:
     d = by.get("encoder-train")
     if d and "flops" in d:
         frac = d["flops"] / d["seqlab_s"] / d["numpy_gemm_flops_per_s"]
-        rows.append(["encoder-train GFLOP/s", "≥ 80% of NumPy's GEMM rate", f"{100 * frac:.0f}%",
+        rows.append(["encoder-train GFLOP/s", "≥ 80% of seqlab's GEMM rate", f"{100 * frac:.0f}%",
                      "yes" if frac >= 0.8 else "no"])
     if not rows:
         return ""
@@ -145,10 +161,10 @@ def section(results: dict[int, list[BenchResult]], info: dict, command: str, bas
     before = _baseline(baseline)
     lines = [f"Command: `{command}`", "",
              f"Machine: {info['cpu']}, {info['cores']} cores; Python {info['python']}, NumPy {info['numpy']} "
-             f"({info['numpy_blas']}), torch {info['torch']}; {info['date']}.", "", HOW_TO_READ, ""]
+             f"({info['numpy_blas']}), {_products(info)}, torch {info['torch']}; {info['date']}.", "",
+             HOW_TO_READ, ""]
     if before:
-        lines += [f"The \"before\" columns: the same benchmarks, run the same way on the same machine and day, on the "
-                  f"engine as it was before the optimisations of issue 8 ({Path(baseline).as_posix()}). Rebuild this "
+        lines += [f"The \"before\" columns: {_baseline_says(baseline)}. Rebuild this "
                   f"section from the saved runs, without running anything: `seqlab bench --from-json "
                   f"{Path(source).as_posix() if source else 'FILE'} "
                   f"--baseline {Path(baseline).as_posix()} --results docs/results.md`.", ""]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from seqlab import mkl as seqlab_mkl
 from seqlab.bench import attention_long, bert_infer, encoder_train, gemm, gpt_generate, gpt_train, memory
 from seqlab.bench.device import CUDA_NAMES, DEVICES, syncs
 from seqlab.bench.harness import compare, load_average
@@ -87,7 +88,8 @@ def run_encoder_train(rounds: int = 7, device: str = "cpu", size: str = "default
                         seqlab_flops_per_s=s_rate, torch_flops_per_s=t_rate)
         res.notes.append(
             f"{f / 1e9:.1f} GFLOP of matrix products per step (forward + backward). By wall time: seqlab "
-            f"{s_rate / 1e9:.1f} GFLOP/s = {100 * s_rate / peak:.0f}% of NumPy's measured float32 GEMM rate "
+            f"{s_rate / 1e9:.1f} GFLOP/s = {100 * s_rate / peak:.0f}% of the measured float32 GEMM rate "
+            f"of seqlab's BLAS, {seqlab_mkl.describe()} "
             f"({peak / 1e9:.1f} GFLOP/s, best of the `gemm` shapes), torch {t_rate / 1e9:.1f} GFLOP/s = "
             f"{100 * t_rate / peak:.0f}%. By CPU time: seqlab {s_cpu / 1e9:.1f} of {peak_cpu / 1e9:.1f} GFLOP/s = "
             f"{100 * s_cpu / peak_cpu:.0f}%, torch {100 * t_cpu / peak_cpu:.0f}%")
@@ -140,7 +142,8 @@ def run_attention_long(rounds: int = 2, threads: int | None = None, lengths=(409
 
 
 def run_gemm(rounds: int = 7, **_) -> BenchResult:
-    headers = ["(m, k) @ (k, n)", "NumPy GFLOP/s", "torch GFLOP/s", "NumPy / torch time"]
+    lib = "MKL" if seqlab_mkl.library() == "mkl" else "NumPy"
+    headers = ["(m, k) @ (k, n)", f"seqlab ({lib}) GFLOP/s", "torch GFLOP/s", "seqlab / torch time"]
     rows, data = [], []
     for m, k, n in gemm.SHAPES:
         fn, ft = gemm.build(m, k, n)

@@ -7,6 +7,8 @@ import numpy as np
 
 from seqlab.autograd.function import Function
 from seqlab.backend import CACHE_BLOCK, flat_blocks, xp_of
+from seqlab.mkl import cdf_norm as mkl_cdf_norm
+from seqlab.mkl import exp as mkl_exp
 
 _SQRT_2 = math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -150,6 +152,8 @@ def normal_cdf_float32(x: np.ndarray, gelu_out: np.ndarray | None = None, keep_c
 
 def _normal_cdf_block(x, cdf, c, s):
     """cdf = ½(1 + tanh(c·P(c²))), c = x clipped to ±6.5 (P: `_TANH_CDF`, Horner);  c, s: scratch."""
+    if mkl_cdf_norm(x, cdf):                # MKL's vsCdfNorm when seqlab uses MKL (seqlab.mkl): one pass
+        return
     f = np.float32
     np.clip(x, f(-_TANH_CLIP), f(_TANH_CLIP), out=c)
     np.multiply(c, c, out=s)                # s = x²
@@ -182,7 +186,8 @@ def _gelu_tanh_forward_block(x, out, h):
     h *= f(-2 * 0.044715 * _SQRT_2_OVER_PI)
     h += f(-2 * _SQRT_2_OVER_PI)
     h *= x                                   # −2u = −2x·√(2/π)(1 + 0.044715x²)
-    xp.exp(h, out=h)
+    if not mkl_exp(h, h):
+        xp.exp(h, out=h)
     h += f(1)
     xp.reciprocal(h, out=h)                  # h = 1/(1 + e^(−2u))
     xp.multiply(x, h, out=out)
@@ -224,9 +229,11 @@ def _gelu_erf_backward_block(x, y, grad, out, cdf):
     """Φ(x) from the output (y/x), then d/dx x·Φ(x) = Φ(x) + x·φ(x), φ(x) = e^(−x²/2)/√(2π).  (10 passes, in place.)"""
     f, xp = x.dtype.type, xp_of(x)
     xp.multiply(x, x, out=out)
-    _recover_factor(x, y, out, cdf)
+    if not mkl_cdf_norm(x, cdf):             # with MKL: Φ(x) itself, in one pass instead of three
+        _recover_factor(x, y, out, cdf)
     out *= f(-0.5)
-    xp.exp(out, out=out)
+    if not mkl_exp(out, out):
+        xp.exp(out, out=out)
     out *= f(_INV_SQRT_2PI)                  # φ(x)
     out *= x
     out += cdf

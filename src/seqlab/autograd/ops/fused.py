@@ -9,6 +9,7 @@ import numpy as np
 
 from seqlab.autograd.function import Function
 from seqlab.backend import xp_of
+from seqlab.mkl import matmul as mm  # np.matmul, or MKL's sgemm when installed (seqlab.mkl)
 
 
 def _is_last(a, dim) -> bool:
@@ -50,7 +51,7 @@ def softmax_array(x, dim, overwrite: bool = False, stats: tuple | None = None, w
         e = x
     else:
         e = x - m
-    xp.exp(e, out=e)
+    xp.exp(e, out=e)  # (not MKL's vsExp: masked scores' −inf take its slow path, 5x NumPy's time)
     if stats is None:
         s = rowsum(e, dim)
         if xp is not np or not bool(s.all()):
@@ -288,7 +289,7 @@ def _matmul_heads_interleaved(w, v):
         return w @ v
     buf = np.empty(shape[:-3] + (shape[-2], shape[-3], shape[-1]), dtype=np.result_type(w, v))  # (..., Tq, H, Dv)
     out = buf.swapaxes(-3, -2)  # (..., H, Tq, Dv) view
-    np.matmul(w, v, out=out)
+    mm(w, v, out=out)
     return out
 
 
@@ -306,9 +307,7 @@ def attention_weights(q, k, bias=None, block=None, scale=1.0, stats: tuple | Non
     `with_stats` / `stats`: the softmax's row max and sum, returned / passed back (see `softmax_array`).
     """
     xp = xp_of(q)
-    s = q @ k.swapaxes(-1, -2)  # (..., Tq, Tk)
-    if scale != 1.0:
-        s *= q.dtype.type(scale)
+    s = mm(q, k.swapaxes(-1, -2), alpha=scale)  # (..., Tq, Tk), the scale inside the GEMM where MKL does it
     if bias is not None:
         s = _add_into(s, bias)
     if block is not None:
@@ -378,9 +377,9 @@ class Attention(Function):
         else:
             w = kept
         wd = self._dropped(w)
-        gv = wd.swapaxes(-1, -2) @ grad if self.needs_input_grad[2] else None
+        gv = mm(wd.swapaxes(-1, -2), grad) if self.needs_input_grad[2] else None
         del wd
-        gw = grad @ v.swapaxes(-1, -2)
+        gw = mm(grad, v.swapaxes(-1, -2))
         if self.keep is not None:
             gw *= self.keep
             gw *= self.pscale
@@ -389,12 +388,8 @@ class Attention(Function):
         gs = gw
         gq = gk = None
         if self.needs_input_grad[0]:
-            gq = gs @ k
-            if self.scale != 1.0:
-                gq *= q.dtype.type(self.scale)
+            gq = mm(gs, k, alpha=self.scale)
         if self.needs_input_grad[1]:
-            gk = gs.swapaxes(-1, -2) @ q
-            if self.scale != 1.0:
-                gk *= q.dtype.type(self.scale)
+            gk = mm(gs.swapaxes(-1, -2), q, alpha=self.scale)
         gbias = gs if len(self.needs_input_grad) > 3 and self.needs_input_grad[3] else None
         return gq, gk, gv, gbias, None

@@ -4,6 +4,7 @@ from __future__ import annotations
 from seqlab.autograd.function import Function
 from seqlab.autograd.ops.fused import colsum
 from seqlab.backend import xp_of
+from seqlab.mkl import matmul as mm  # np.matmul, or MKL's sgemm when installed (seqlab.mkl)
 
 
 def _matmul(a, b):
@@ -13,8 +14,8 @@ def _matmul(a, b):
     operand can miss BLAS entirely (~30x slower at (32, 64, 256) @ (256, 1024)).
     """
     if b.ndim == 2 and a.ndim > 2:
-        return (a.reshape(-1, a.shape[-1]) @ b).reshape(a.shape[:-1] + (b.shape[-1],))  # (..., m)
-    return a @ b
+        return mm(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + (b.shape[-1],))  # (..., m)
+    return mm(a, b)
 
 
 class MatMul(Function):
@@ -44,9 +45,9 @@ class MatMul(Function):
         if self.needs_input_grad[1]:
             if b2.ndim == 2 and a2.ndim > 2:
                 # weight shared across the batch: one 2-D product instead of a batched one + sum
-                gb = a2.reshape(-1, a2.shape[-1]).T @ g.reshape(-1, g.shape[-1])  # (k, m)
+                gb = mm(a2.reshape(-1, a2.shape[-1]).T, g.reshape(-1, g.shape[-1]))  # (k, m)
             else:
-                gb = a2.swapaxes(-1, -2) @ g  # (..., k, m)
+                gb = mm(a2.swapaxes(-1, -2), g)  # (..., k, m)
             if b.ndim == 1:
                 gb = gb[..., 0]
         return ga, gb
@@ -63,7 +64,7 @@ class Linear(Function):
         self.save_for_backward(x, weight)
         self.has_bias = bias is not None
         # flatten the batch dims: NumPy's stacked matmul of (B, T, I) @ Wᵀ skips BLAS (~30x slower)
-        y = (x.reshape(-1, x.shape[-1]) @ weight.T).reshape(x.shape[:-1] + (weight.shape[0],))
+        y = mm(x.reshape(-1, x.shape[-1]), weight.T).reshape(x.shape[:-1] + (weight.shape[0],))
         if bias is not None:
             y += bias
         return y
@@ -71,7 +72,7 @@ class Linear(Function):
     def backward(self, grad):
         x, w = self.saved
         g2 = grad.reshape(-1, grad.shape[-1])
-        gx = (g2 @ w).reshape(x.shape) if self.needs_input_grad[0] else None
-        gw = g2.T @ x.reshape(-1, x.shape[-1]) if self.needs_input_grad[1] else None
+        gx = mm(g2, w).reshape(x.shape) if self.needs_input_grad[0] else None
+        gw = mm(g2.T, x.reshape(-1, x.shape[-1])) if self.needs_input_grad[1] else None
         gb = colsum(g2) if self.has_bias and self.needs_input_grad[2] else None  # Σ over the batch
         return gx, gw, gb

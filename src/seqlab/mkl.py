@@ -1,0 +1,234 @@
+"""Matrix products on the CPU: NumPy's BLAS, or Intel MKL's when it is installed.
+
+PyTorch's CPU build multiplies float32 matrices with MKL; NumPy's wheels ship
+OpenBLAS, which on some CPUs is markedly slower at the sizes these models use
+(on the Xeon in docs/results.md, 1.1-1.5x at a 768 x 128 x 384 product). With
+the `mkl` package installed (``pip install 'seqlab[mkl]'``) seqlab calls
+MKL's ``cblas_sgemm`` through ctypes for float32 products, so the two engines
+compare on the same BLAS; everything else stays NumPy.
+
+``SEQLAB_BLAS`` chooses: ``auto`` (the default: MKL when found, else NumPy),
+``numpy`` (never MKL) or ``mkl`` (MKL or an error). :func:`library` says which
+is in use. The results are the same products up to float32 rounding (the two
+libraries sum in different orders).
+
+`matmul(a, b)` is a drop-in for ``np.matmul`` on NumPy arrays: it takes the
+MKL path for float32 operands of two or more dims whose matrices have one
+unit stride (plain or transposed views, as `x.T` and `k.swapaxes(-1, -2)`
+are), and hands everything else to NumPy. `alpha` scales the product inside
+the GEMM (attention's 1/sqrt(d) costs no extra pass over the scores).
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import math
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from seqlab.backend import xp_of
+
+__all__ = ["cdf_norm", "describe", "exp", "library", "matmul", "mkl_path", "set_mkl_threads", "use"]
+
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
+_F4 = 4  # bytes of a float32
+_CHOICES = ("auto", "numpy", "mkl")
+_FLOAT32 = np.dtype(np.float32)
+# below this many multiply-adds NumPy's product is as fast and its call cheaper (measured: docs/results.md)
+MIN_MACS = 1 << 20
+_VML = ("vsCdfNorm", "vsExp")
+MIN_VML = 1 << 13  # below this many values a VML call costs more than it saves (~20 us a call at 512)  # MKL's vector math functions seqlab calls
+
+
+_chosen: str | None = None  # set by use(); None: the environment's SEQLAB_BLAS
+
+
+def _choice() -> str:
+    choice = _chosen or os.environ.get("SEQLAB_BLAS", "auto").strip().lower() or "auto"
+    if choice not in _CHOICES:
+        raise ValueError(f"SEQLAB_BLAS={choice!r}: expected one of {', '.join(_CHOICES)}")
+    return choice
+
+
+def use(choice: str | None) -> str:
+    """Switch this process to 'auto', 'numpy' or 'mkl' (None: back to SEQLAB_BLAS); returns `library()`.
+
+    For comparing the two in one process (tests, benchmarks); products
+    already computed are not redone.
+    """
+    global _chosen
+    if choice is not None and choice not in _CHOICES:
+        raise ValueError(f"unknown BLAS choice {choice!r}: expected one of {', '.join(_CHOICES)}")
+    _chosen = choice
+    _mkl.cache_clear()
+    return library()
+
+
+def mkl_path() -> str | None:
+    """Where MKL's single dynamic library (mkl_rt) is: this environment's lib folder first, else the system's."""
+    for folder in (Path(sys.prefix) / "lib", Path(sys.base_prefix) / "lib"):
+        found = sorted(folder.glob("libmkl_rt.so*")) if folder.is_dir() else []
+        if found:
+            return str(found[0])
+    return ctypes.util.find_library("mkl_rt")
+
+
+@functools.lru_cache(maxsize=None)
+def _mkl():
+    """MKL's library with the two GEMM entry points typed, or None (SEQLAB_BLAS=numpy, or not installed)."""
+    choice = _choice()
+    if choice == "numpy":
+        return None
+    path = mkl_path()
+    lib = None
+    if path is not None:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            lib = None
+    if lib is None or not hasattr(lib, "cblas_sgemm_batch"):
+        if choice == "mkl":
+            raise RuntimeError("SEQLAB_BLAS=mkl but MKL's library (libmkl_rt) was not found: "
+                               "pip install 'seqlab[mkl]', or unset SEQLAB_BLAS")
+        return None
+    i, f, p = ctypes.c_int, ctypes.c_float, ctypes.c_void_p
+    lib.cblas_sgemm.restype = None
+    lib.cblas_sgemm.argtypes = [i, i, i, i, i, i, f, p, i, p, i, f, p, i]
+    lib.cblas_sgemm_batch.restype = None  # every pointer argument, one group: see matmul
+    lib.cblas_sgemm_batch.argtypes = [i, p, p, p, p, p, p, p, p, p, p, p, p, p, i, p]
+    for name in _VML:  # y = f(x) over n floats (in place allowed)
+        getattr(lib, name).restype = None
+        getattr(lib, name).argtypes = [i, p, p]
+    lib.MKL_Set_Num_Threads.argtypes = [i]
+    lib.MKL_Get_Max_Threads.restype = i
+    from seqlab.blas import get_blas_threads  # NumPy's BLAS count (OPENBLAS_NUM_THREADS) applies to MKL too
+
+    threads = get_blas_threads()
+    if threads:
+        lib.MKL_Set_Num_Threads(threads)
+    return lib
+
+
+def library() -> str:
+    """'mkl' when float32 products go to MKL, else 'numpy'."""
+    return "mkl" if _mkl() is not None else "numpy"
+
+
+def describe() -> str:
+    """One line for reports: 'MKL 2026.0.2 (libmkl_rt.so.3)' or "NumPy's BLAS"."""
+    lib = _mkl()
+    if lib is None:
+        return "NumPy's BLAS"
+    buf = ctypes.create_string_buffer(256)
+    lib.MKL_Get_Version_String(buf, len(buf))
+    words = buf.value.decode(errors="replace").split()
+    version = next((w.split("-")[0] for w in words if w[:1].isdigit()), "")  # "2026.2-Product" -> 2026.2
+    return f"MKL {version} ({Path(mkl_path() or 'mkl_rt').name})".replace("MKL  (", "MKL (")
+
+
+def set_mkl_threads(n: int) -> bool:
+    """Put MKL on `n` threads when seqlab uses it; False (nothing changes) when it does not."""
+    lib = _mkl()
+    if lib is None:
+        return False
+    lib.MKL_Set_Num_Threads(int(n))
+    return True
+
+
+def _layout(x: np.ndarray, rows: int, cols: int):
+    """(transpose flag, leading dimension) of a 2-D float32 view for row-major BLAS, or None."""
+    s0, s1 = x.strides[-2], x.strides[-1]
+    if (s1 == _F4 or cols == 1) and s0 % _F4 == 0 and s0 >= _F4 * cols:
+        return _NO_TRANS, max(s0 // _F4, cols, 1)
+    if (s0 == _F4 or rows == 1) and s1 % _F4 == 0 and s1 >= _F4 * rows:
+        return _TRANS, max(s1 // _F4, rows, 1)
+    return None
+
+
+def _offsets(shape, strides) -> np.ndarray:
+    """Byte offsets of every matrix of a batch (C order over `shape`), as intp."""
+    off = np.zeros((), dtype=np.intp)
+    for n, st in zip(shape, strides):
+        off = (off[..., None] + np.arange(n, dtype=np.intp) * st)
+    return off.reshape(-1)
+
+
+def matmul(a, b, out=None, alpha: float = 1.0):
+    """alpha · (a @ b), as ``np.matmul`` (same broadcasting); MKL for float32 NumPy operands when in use.
+
+    `out`, when given, must have the result's shape; it is returned. Products
+    under `MIN_MACS` multiply-adds stay with NumPy, whose call costs less.
+    """
+    lib = _mkl()
+    if (lib is None or type(a) is not np.ndarray or type(b) is not np.ndarray
+            or a.dtype != _FLOAT32 or b.dtype != _FLOAT32 or a.ndim < 2 or b.ndim < 2):
+        return _numpy(a, b, out, alpha)
+    ash, bsh = a.shape, b.shape
+    m, k, n = ash[-2], ash[-1], bsh[-1]
+    if bsh[-2] != k or m * k * n < MIN_MACS:  # (a mismatch: NumPy's error)
+        return _numpy(a, b, out, alpha)
+    la, lb = _layout(a, m, k), _layout(b, k, n)
+    if la is None or lb is None:
+        return _numpy(a, b, out, alpha)
+    batch = ash[:-2] if bsh[:-2] == ash[:-2] or len(bsh) == 2 else np.broadcast_shapes(ash[:-2], bsh[:-2])
+    if out is None:
+        out = np.empty(batch + (m, n), dtype=_FLOAT32)
+    elif (type(out) is not np.ndarray or out.shape != batch + (m, n) or out.dtype != _FLOAT32
+          or out.strides[-1] != _F4 or out.strides[-2] % _F4 or out.strides[-2] < _F4 * n):
+        return _numpy(a, b, out, alpha)
+    ldc = out.strides[-2] // _F4
+    ta, lda = la
+    tb, ldb = lb
+    if not batch:
+        lib.cblas_sgemm(_ROW_MAJOR, ta, tb, m, n, k, alpha, a.ctypes.data, lda, b.ctypes.data, ldb,
+                        0.0, out.ctypes.data, ldc)
+        return out
+    av = a if ash[:-2] == batch else np.broadcast_to(a, batch + ash[-2:])
+    bv = b if bsh[:-2] == batch else np.broadcast_to(b, batch + bsh[-2:])
+    count = math.prod(batch)
+    ints = np.array([ta, tb, m, n, k, lda, ldb, ldc, count], dtype=np.int32)
+    scalars = np.array([alpha, 0.0], dtype=_FLOAT32)
+    ptrs = [arr.ctypes.data + _offsets(batch, arr.strides[:-2]) for arr in (av, bv, out)]
+    iptr, fptr = ints.ctypes.data, scalars.ctypes.data
+    lib.cblas_sgemm_batch(_ROW_MAJOR, iptr, iptr + 4, iptr + 8, iptr + 12, iptr + 16, fptr,
+                          ptrs[0].ctypes.data, iptr + 20, ptrs[1].ctypes.data, iptr + 24, fptr + 4,
+                          ptrs[2].ctypes.data, iptr + 28, 1, iptr + 32)
+    return out
+
+
+def _numpy(a, b, out, alpha):
+    """NumPy's product (the fallback), scaled by alpha in place."""
+    if out is None:
+        out = a @ b
+    else:
+        xp_of(a).matmul(a, b, out=out)
+    if alpha != 1.0:
+        out *= out.dtype.type(alpha)
+    return out
+
+
+def _vml(name: str, x, out) -> bool:
+    """out = f(x) by MKL's vector math when in use and both are C-contiguous float32 NumPy arrays of one size."""
+    if type(x) is not np.ndarray or x.size < MIN_VML:
+        return False
+    lib = _mkl()
+    if (lib is None or type(out) is not np.ndarray or x.dtype != _FLOAT32
+            or out.dtype != _FLOAT32 or x.size != out.size or not x.flags.c_contiguous
+            or not out.flags.c_contiguous or not out.flags.writeable):
+        return False
+    getattr(lib, name)(x.size, x.ctypes.data, out.ctypes.data)
+    return True
+
+
+def cdf_norm(x, out) -> bool:
+    """out = Φ(x), the standard normal CDF, by MKL (vsCdfNorm, ~1 ulp); False, untouched, when MKL can't."""
+    return _vml("vsCdfNorm", x, out)
+
+
+def exp(x, out) -> bool:
+    """out = e^x by MKL (vsExp); False, untouched, when MKL can't. `out` may be `x`."""
+    return _vml("vsExp", x, out)

@@ -1,0 +1,228 @@
+"""seqlab.mkl: MKL's products and vector math against NumPy's and torch's, and the switch between them.
+
+The suite installs the `mkl` package on x86-64 (the `test` extra), so these
+run in CI there; elsewhere they skip. With MKL present every other test runs
+on it too, but most of their arrays are below `MIN_MACS` / `MIN_VML`, where
+NumPy keeps the work: here the thresholds are set to 0 so MKL takes it all.
+"""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+from scipy.special import ndtr
+
+import seqlab
+import seqlab.functional as F
+from seqlab import mkl
+from seqlab.blas import get_blas_threads, set_blas_threads
+
+pytestmark = pytest.mark.skipif(mkl.mkl_path() is None, reason="the mkl package is not installed")
+
+rng = np.random.default_rng(0)
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+@pytest.fixture
+def on_mkl(monkeypatch):
+    """Every float32 product and vector-math call of the test on MKL, whatever its size."""
+    monkeypatch.setattr(mkl, "MIN_MACS", 0)
+    monkeypatch.setattr(mkl, "MIN_VML", 0)
+    assert mkl.use("mkl") == "mkl"
+    yield
+    mkl.use(None)
+
+
+def _reference(a, b, alpha=1.0):
+    return np.matmul(a.astype(np.float64), b.astype(np.float64)) * alpha
+
+
+def _interleaved_out():
+    buf = np.empty((2, 5, 3, 4), np.float32)  # (B, T, H, D) memory, written as (B, H, T, D)
+    return buf.swapaxes(1, 2)
+
+
+CASES = {
+    "plain": lambda: (f32(5, 3), f32(3, 4), {}),
+    "a transposed": lambda: (f32(3, 5).T, f32(3, 4), {}),
+    "b transposed": lambda: (f32(5, 3), f32(4, 3).T, {}),
+    "both transposed, alpha": lambda: (f32(3, 5).T, f32(4, 3).T, {"alpha": 0.125}),
+    "one row": lambda: (f32(1, 3), f32(3, 4), {}),
+    "one column": lambda: (f32(5, 3), f32(3, 1), {}),
+    "rows strided": lambda: (f32(10, 3)[::2], f32(3, 4), {}),
+    "last axis strided (NumPy)": lambda: (f32(5, 6)[:, ::2], f32(3, 4), {}),
+    "batched": lambda: (f32(2, 3, 5, 6), f32(2, 3, 6, 4), {}),
+    "batched, keys transposed": lambda: (f32(2, 3, 5, 6), f32(2, 3, 4, 6).swapaxes(-1, -2), {"alpha": 0.5}),
+    "heads split from (B, T, H, D)": lambda: (f32(2, 5, 3, 6).swapaxes(1, 2), f32(2, 5, 3, 6).swapaxes(1, 2)
+                                              .swapaxes(-1, -2), {}),
+    "2-D b broadcast": lambda: (f32(2, 3, 5, 6), f32(6, 4), {}),
+    "batch broadcast": lambda: (f32(3, 5, 6), f32(2, 1, 6, 4), {}),
+    "into interleaved out": lambda: (f32(2, 3, 5, 6), f32(2, 3, 6, 4), {"out": _interleaved_out()}),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_matmul_matches_numpy_for_every_layout(on_mkl, case):
+    a, b, kw = CASES[case]()
+    got = mkl.matmul(a, b, **kw)
+    want = _reference(a, b, kw.get("alpha", 1.0))
+    assert got.shape == want.shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    if "out" in kw:
+        assert got is kw["out"]
+
+
+def test_matmul_on_mkl_really_calls_mkl(on_mkl, monkeypatch):
+    """A float32 product takes the MKL path; float64, mismatched shapes and small products go to NumPy."""
+    calls = []
+    monkeypatch.setattr(mkl, "_numpy", lambda *args: calls.append(args) or np.matmul(*args[:2]))
+    mkl.matmul(f32(8, 8), f32(8, 8))
+    assert calls == []
+    mkl.matmul(f32(8, 8).astype(np.float64), f32(8, 8))
+    assert len(calls) == 1
+    monkeypatch.setattr(mkl, "MIN_MACS", 10 ** 9)
+    mkl.matmul(f32(8, 8), f32(8, 8))
+    assert len(calls) == 2
+
+
+def test_shape_mismatch_is_numpys_error(on_mkl):
+    with pytest.raises(ValueError, match="matmul"):
+        mkl.matmul(f32(3, 4), f32(5, 2))
+
+
+def test_use_and_the_environment_choose(monkeypatch):
+    try:
+        assert mkl.use("numpy") == "numpy" and mkl.describe() == "NumPy's BLAS"
+        assert mkl.use("mkl") == "mkl" and mkl.describe().startswith("MKL 20")
+        with pytest.raises(ValueError, match="unknown BLAS choice 'openblas'"):
+            mkl.use("openblas")
+        monkeypatch.setenv("SEQLAB_BLAS", "numpy")
+        assert mkl.use(None) == "numpy"
+        monkeypatch.setenv("SEQLAB_BLAS", "fast")
+        with pytest.raises(ValueError, match="SEQLAB_BLAS='fast': expected one of auto, numpy, mkl"):
+            mkl.use(None)
+    finally:
+        monkeypatch.delenv("SEQLAB_BLAS", raising=False)
+        mkl.use(None)
+
+
+def test_mkl_asked_for_but_missing_is_one_clear_error(monkeypatch):
+    monkeypatch.setattr(mkl, "mkl_path", lambda: None)
+    try:
+        with pytest.raises(RuntimeError, match=r"SEQLAB_BLAS=mkl but MKL's library .* pip install 'seqlab\[mkl\]'"):
+            mkl.use("mkl")
+        assert mkl.use("auto") == "numpy"  # auto without MKL: NumPy, silently
+    finally:
+        monkeypatch.undo()
+        mkl.use(None)
+
+
+def test_thread_count_follows_set_blas_threads(on_mkl):
+    before = get_blas_threads() or 1
+    lib = mkl._mkl()
+    try:
+        for n in (2, 1):
+            assert set_blas_threads(n)
+            assert lib.MKL_Get_Max_Threads() == n and get_blas_threads() == n  # OpenBLAS's count, not MKL's
+    finally:
+        set_blas_threads(before)
+
+
+def test_vector_math_matches_float64(on_mkl):
+    x = f32(4096) * 4
+    out = np.empty_like(x)
+    assert mkl.cdf_norm(x, out)
+    np.testing.assert_allclose(out, ndtr(x.astype(np.float64)), rtol=0, atol=2e-7)
+    assert mkl.exp(x, out)
+    np.testing.assert_allclose(out, np.exp(x.astype(np.float64)), rtol=2e-7)
+    y = x.copy()
+    assert mkl.exp(y, y)  # in place
+    np.testing.assert_array_equal(y, out)
+    assert not mkl.cdf_norm(x.astype(np.float64), np.empty(x.shape))  # float64: the caller's own path
+    assert not mkl.cdf_norm(x[::2], np.empty(x.size // 2, np.float32))  # not contiguous
+    assert not mkl.exp(x, np.empty(x.size - 1, np.float32))  # sizes differ
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_on_mkl_matches_torch_and_the_numpy_kernels(on_mkl, approximate):
+    x = f32(3, 70, 64) * 3
+    x[0, 0, :4] = [0.0, -9.0, 9.0, 1e-30]
+    g = f32(*x.shape)
+
+    def run():
+        t = seqlab.tensor(x, requires_grad=True)
+        y = F.gelu(t, approximate=approximate)
+        y.backward(seqlab.tensor(g))
+        return y.numpy().copy(), np.array(t.grad)
+
+    y_mkl, dx_mkl = run()
+    mkl.use("numpy")
+    y_np, dx_np = run()
+    tx = torch.from_numpy(x).requires_grad_()
+    ty = TF.gelu(tx, approximate=approximate)
+    ty.backward(torch.from_numpy(g))
+    x64 = x.astype(np.float64)
+    if approximate == "none":
+        exact = x64 * ndtr(x64)
+    else:
+        exact = 0.5 * x64 * (1 + np.tanh(np.sqrt(2 / np.pi) * (x64 + 0.044715 * x64 ** 3)))
+    # against float64, error relative to |x| (torch's own float32 GELU is off by up to 3.3e-7·|x| in the tail)
+    for got in (y_mkl, y_np):
+        assert np.all(np.abs(got - exact) <= 2e-7 * np.abs(x64) + 1e-30)
+    np.testing.assert_allclose(y_mkl, ty.detach().numpy(), rtol=1e-5, atol=2e-6)
+    for got in (dx_mkl, dx_np):
+        np.testing.assert_allclose(got, tx.grad.numpy(), rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_op_on_mkl_matches_torch(on_mkl, causal):
+    """The fused attention's products (scale inside the GEMM) and its backward, on MKL."""
+    q, k, v = (f32(2, 3, 7, 8) for _ in range(3))
+    g = f32(2, 3, 7, 8)
+    ts = [seqlab.tensor(a, requires_grad=True) for a in (q, k, v)]
+    out = F.scaled_dot_product_attention(*ts, is_causal=causal)
+    out.backward(seqlab.tensor(g))
+    tt = [torch.from_numpy(a).requires_grad_() for a in (q, k, v)]
+    tout = TF.scaled_dot_product_attention(*tt, is_causal=causal)
+    tout.backward(torch.from_numpy(g))
+    np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), rtol=1e-5, atol=1e-5)
+    for s, t in zip(ts, tt):
+        np.testing.assert_allclose(np.asarray(s.grad), t.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_gpt_training_step_is_the_same_on_both(on_mkl):
+    """Loss and every gradient of a GPT step agree between MKL and NumPy to float32 rounding."""
+    from seqlab.models.gpt import GPT, GPTConfig
+
+    seqlab.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=50, n_positions=32, n_embd=32, n_layer=2, n_head=4, resid_pdrop=0.0,
+                          embd_pdrop=0.0, attn_pdrop=0.0, activation_function="gelu"))
+    ids = rng.integers(0, 50, (3, 16))
+
+    def step():
+        model.zero_grad()
+        loss = model(ids, labels=ids).loss
+        loss.backward()
+        return float(loss.item()), {n: np.array(p.grad) for n, p in model.named_parameters()}
+
+    loss_mkl, grads_mkl = step()
+    mkl.use("numpy")
+    loss_np, grads_np = step()
+    assert abs(loss_mkl - loss_np) < 1e-5
+    for name, g in grads_np.items():
+        np.testing.assert_allclose(grads_mkl[name], g, rtol=1e-3, atol=1e-5 * max(1.0, np.abs(g).max()),
+                                   err_msg=name)
+
+
+def test_benchmarks_record_where_products_go():
+    from seqlab.bench.harness import machine_info
+
+    try:
+        mkl.use("mkl")
+        assert machine_info(1)["seqlab_blas"].startswith("MKL ")
+        mkl.use("numpy")
+        assert machine_info(1)["seqlab_blas"] == "NumPy's BLAS"
+    finally:
+        mkl.use(None)
