@@ -163,14 +163,15 @@ RUNNERS = {
     "attention-long": run_attention_long,
     "gemm": run_gemm,
 }
-def profile_target(name: str):
-    """(seqlab step(prof) split into phases, torch fn or None) for `seqlab bench NAME --profile`."""
+def profile_target(name: str, data_dir=None):
+    """(seqlab step(prof) split into phases, torch fn or None) for `seqlab bench NAME --profile`;
+    `data_dir`: bert-infer's SST-2 folder (default: $SEQLAB_DATA, else a download)."""
     if name == "encoder-train":
         return encoder_train.profiled_step(), encoder_train.build()[1]
     if name == "gpt-train":
         return gpt_train.profiled_step(), gpt_train.build()[1]
     if name == "bert-infer":
-        fs, ft, _, _ = bert_infer.build()
+        fs, ft, _, _ = bert_infer.build(data_dir=data_dir)
     elif name == "gpt-generate":
         fs, ft, _ = gpt_generate.build()
     elif name == "attention-long":

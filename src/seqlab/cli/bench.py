@@ -165,7 +165,7 @@ def run(args) -> int:
         for n in counts:
             got = set_threads(n)
             for name in names:
-                step, torch_fn = profile_target(name)
+                step, torch_fn = profile_target(name, data_dir=args.data_dir)
                 prof, steps = profile_step(step, steps=args.steps, clock=args.clock)
                 print(f"== {name}: seqlab, {args.clock} time per op type (per step, "
                       f"{got} thread{'s' if got != 1 else ''}) ==")
