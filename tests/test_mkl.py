@@ -226,3 +226,16 @@ def test_benchmarks_record_where_products_go():
         assert machine_info(1)["seqlab_blas"] == "NumPy's BLAS"
     finally:
         mkl.use(None)
+
+
+def test_version_says_where_products_go(cli, monkeypatch):
+    code, out, _ = cli("--version")
+    assert code == 0 and out.startswith(f"seqlab {seqlab.__version__} (Python ") and "products on MKL 20" in out
+    monkeypatch.setenv("SEQLAB_BLAS", "numpy")
+    try:
+        mkl.use(None)
+        code, out, _ = cli("--version")
+        assert code == 0 and out.rstrip().endswith("products on NumPy's BLAS)")
+    finally:
+        monkeypatch.delenv("SEQLAB_BLAS")
+        mkl.use(None)

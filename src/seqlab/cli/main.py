@@ -13,6 +13,7 @@ import importlib
 import os
 import sys
 import traceback
+from pathlib import Path
 
 # name -> (module, one-line help)
 COMMANDS = {
@@ -41,6 +42,8 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="seqlab", description="seqlab: the chapter's networks from scratch on NumPy")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--version", action="store_true",
+                        help="print seqlab's version and the NumPy and BLAS it runs on, then exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (module, help_) in COMMANDS.items():
         try:
@@ -58,12 +61,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def version_line() -> str:
+    """'seqlab 0.1.0 (Python 3.11.7, NumPy 2.4.6 on libscipy_openblas...; products on MKL 2026.2 (...))'."""
+    import platform
+
+    import numpy as np
+
+    import seqlab
+    from seqlab import mkl
+    from seqlab.blas import loaded_blas_libraries
+
+    blas = [Path(p).name for p in loaded_blas_libraries() if "mkl_rt" not in Path(p).name]
+    return (f"seqlab {seqlab.__version__} (Python {platform.python_version()}, NumPy {np.__version__}"
+            f"{' on ' + blas[0] if blas else ''}; products on {mkl.describe()})")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     debug = "--debug" in argv or bool(os.environ.get("SEQLAB_DEBUG"))
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        if getattr(args, "version", False) and not getattr(args, "_run", None):
+            print(version_line())
+            return 0
         if not getattr(args, "_run", None):
             parser.print_help()
             raise UsageError("no command given; choose one of: " + ", ".join(args._commands))
