@@ -236,3 +236,16 @@ def test_cuda_benchmark_result(monkeypatch):  # pragma: no cover - needs a GPU
     assert r.headers == runner.GPU_HEADERS and r.data["seqlab_s"] > 0 and r.data["torch_s"] > 0
     assert r.data["seqlab_bytes"] > 0 and r.data["torch_peak_bytes"] > 0
     assert "gpu" in device.gpu_info()
+
+
+def test_large_sizes_on_the_cpu_say_what_they_cost_before_running(monkeypatch, capsys):
+    from seqlab.bench.result import BenchResult
+    from seqlab.cli.main import main
+
+    ran = []
+    monkeypatch.setattr(runner, "run", lambda name, **kw: ran.append((name, kw["size"])) or
+                        BenchResult(name, "stub", ["benchmark"], [[name]]))
+    assert main(["bench", "gpt-train", "--size", "large", "--threads", "1", "--no-memory"]) == 0
+    err = capsys.readouterr().err
+    assert err.index("note: --size large builds the GPU sizes") < err.index("running gpt-train")
+    assert ran == [("gpt-train", "large")]

@@ -74,8 +74,26 @@ def test_cli_rejects_unknown_benchmarks_and_bad_threads(capsys):
     assert "unknown benchmark 'nope'" in capsys.readouterr().err
     assert main(["bench", "gemm", "--threads", "x"]) == 2
     assert "--threads" in capsys.readouterr().err
-    assert main(["bench", "gemm", "--profile"]) == 1
+    assert main(["bench", "gemm", "--profile"]) == 2
     assert "--profile needs a model benchmark" in capsys.readouterr().err
+
+
+def test_cli_profile_without_names_profiles_the_model_benchmarks(monkeypatch, capsys):
+    """`seqlab bench --profile` alone profiles every model benchmark and leaves out gemm (no ops to profile)."""
+    import seqlab.bench.profiling as profiling
+    import seqlab.bench.runner as runner
+
+    seen = []
+
+    class Table:
+        def table(self, per):
+            return "table"
+
+    monkeypatch.setattr(runner, "profile_target", lambda name, data_dir=None: seen.append(name) or (None, None))
+    monkeypatch.setattr(profiling, "profile_step", lambda step, steps, clock: (Table(), steps))
+    monkeypatch.setattr(runner, "set_threads", lambda n=None: 1, raising=False)
+    assert main(["bench", "--profile", "--threads", "1"]) == 0
+    assert seen == [n for n in runner.RUNNERS if n != "gemm"]
 
 
 def test_cli_rebuilds_the_results_section_from_a_json_record(tmp_path, capsys):

@@ -58,22 +58,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    from seqlab.folders import output_folder
     from seqlab.viz.extract import extract_attention
 
     for name, value in (("TEXT", args.text), ("--pair", args.pair), ("--target", args.target)):
         if value is not None:
             check_text(value, name)
     layers = parse_layers(args.layers) if args.layers else None
-    _make_folder(args.out)  # fail before the model loads
-    model, tokenizer, label = load_model(args.model, args.checkpoint)
-    if isinstance(tokenizer, tuple):  # an RNN Seq2Seq's (source, target) tokenizers: no positions to fit
-        att = extract_attention(model, tokenizer, args.text, args.pair, args.target, layers=layers)
-    else:
-        text, pair, target = fit_inputs(model, tokenizer, args.text, args.pair, args.target, args.no_truncate,
-                                        args.model)
-        att = extract_attention(model, tokenizer, text, pair, target, layers=layers)
-    title = args.title or f"{att.model_name} ({label})"
-    written, table = write_outputs(att, args.out, title)
+    with output_folder(args.out, _make_folder):  # fail before the model loads; a failure leaves no empty folder
+        model, tokenizer, label = load_model(args.model, args.checkpoint)
+        if isinstance(tokenizer, tuple):  # an RNN Seq2Seq's (source, target) tokenizers: no positions to fit
+            att = extract_attention(model, tokenizer, args.text, args.pair, args.target, layers=layers)
+        else:
+            text, pair, target = fit_inputs(model, tokenizer, args.text, args.pair, args.target,
+                                            args.no_truncate, args.model)
+            att = extract_attention(model, tokenizer, text, pair, target, layers=layers)
+        title = args.title or f"{att.model_name} ({label})"
+        written, table = write_outputs(att, args.out, title)
     print(table)
     print(f"wrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written), file=sys.stderr)
     return 0

@@ -137,6 +137,8 @@ def run(args) -> int:
 
     device, size = getattr(args, "device", "cpu"), getattr(args, "size", "default")
     names = args.names or list(CUDA_NAMES if device == "cuda" else SIZED if size != "default" else NAMES)
+    if args.profile and not args.names:
+        names = [n for n in names if n != "gemm"]  # one product has no ops to profile
     bad = [n for n in names if n not in NAMES]
     if bad:
         raise UsageError(f"unknown benchmark {bad[0]!r}; choose from {', '.join(NAMES)}")
@@ -194,6 +196,9 @@ def run(args) -> int:
     command = "seqlab bench " + " ".join(sys.argv[sys.argv.index("bench") + 1:]) if "bench" in sys.argv \
         else "seqlab bench"
     results, info = {}, None
+    if device == "cpu" and size == "large":
+        print("note: --size large builds the GPU sizes (GPT-2 small, a 12-layer encoder at sequence 512); on the "
+              "CPU each benchmark takes many minutes and gigabytes of memory", file=sys.stderr, flush=True)
     for n in counts:
         got = set_threads(n)
         info = machine_info(got)
@@ -240,6 +245,9 @@ def _check_device(args, device: str, size: str, names: list[str], usage_error) -
             raise usage_error(str(e)) from None
     if args.profile and size != "default":
         raise usage_error("--profile profiles the default sizes; leave out --size")
+    if args.profile and "gemm" in names:
+        raise usage_error("--profile needs a model benchmark (encoder-train, gpt-train, bert-infer, gpt-generate, "
+                          "attention-long), got 'gemm'")
     if device == "cpu":
         return
     if args.threads is not None:

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping
 
 import seqlab
 from seqlab.errors import CheckpointError, ConfigError
+from seqlab.folders import missing_folders, remove_if_empty
 from seqlab.train.checkpoint import (Checkpoint, latest_checkpoint, load_best, load_checkpoint, read_json,
                                      write_json_atomic)
 from seqlab.train.config import RESUMABLE_KEYS, build_config, make_optimizer, make_schedule
@@ -85,6 +86,7 @@ def train(task_name: str | None, out: str | Path, layers: Iterable[tuple[Mapping
     out = Path(out)
     layers = list(layers)
     ckpt: Checkpoint | None = None
+    created: list[Path] = []  # folders this call makes for a new run
     if resume:
         if latest_checkpoint(out) is None:
             raise CheckpointError(f"--resume: {out} has no checkpoint to resume from "
@@ -118,25 +120,30 @@ def train(task_name: str | None, out: str | Path, layers: Iterable[tuple[Mapping
         if task_name is None:
             raise ConfigError("a task name is needed to start a run")
         config = resolve_config(task_name, layers)
+        created = missing_folders(out)  # removed again if the run fails before it starts, while still empty
         _writable(out)
         latest = latest_checkpoint(out)
         if latest is not None:
             raise ConfigError(f"{out} already holds a run (checkpoint {latest.name}); pass --resume to continue it "
                               f"or choose another --out")
-    module = get_task(task_name)
-    seqlab.manual_seed(config.seed)
-    if distributed is not None and not distributed.is_main:
-        distributed.barrier()  # data-parallel: rank 0 creates the run's artifacts (vocabulary) first ...
-    task = module.build(config, out, Path(data_dir) if data_dir else None, True)
-    if distributed is not None and distributed.is_main:
-        distributed.barrier()  # ... and the other ranks read them back
-    if task.batches is None or task.loss_fn is None:
-        raise ConfigError(f"task {task_name!r} cannot be trained (no batches or loss)")
-    record = {"format": RUN_FORMAT, "task": task_name, "config": config.to_dict(),
-              "model_config": task.model_config, "info": task.info,
-              "parameters": int(task.model.num_parameters()),
-              "data_dir": str(Path(data_dir).resolve()) if data_dir else None}  # so --resume needs no --data-dir
-    write_json_atomic(out / RUN_CONFIG, record)
+    try:
+        module = get_task(task_name)
+        seqlab.manual_seed(config.seed)
+        if distributed is not None and not distributed.is_main:
+            distributed.barrier()  # data-parallel: rank 0 creates the run's artifacts (vocabulary) first ...
+        task = module.build(config, out, Path(data_dir) if data_dir else None, True)
+        if distributed is not None and distributed.is_main:
+            distributed.barrier()  # ... and the other ranks read them back
+        if task.batches is None or task.loss_fn is None:
+            raise ConfigError(f"task {task_name!r} cannot be trained (no batches or loss)")
+        record = {"format": RUN_FORMAT, "task": task_name, "config": config.to_dict(),
+                  "model_config": task.model_config, "info": task.info,
+                  "parameters": int(task.model.num_parameters()),
+                  "data_dir": str(Path(data_dir).resolve()) if data_dir else None}  # --resume needs no --data-dir
+        write_json_atomic(out / RUN_CONFIG, record)
+    except BaseException:
+        remove_if_empty(created)
+        raise
     d_model = task.model_config.get("d_model") if isinstance(task.model_config, dict) else None
     trainer = Trainer(task.model, task.optimizer_factory or make_optimizer(config), task.batches, task.loss_fn,
                       config, out, schedule=task.schedule or make_schedule(config, d_model),
