@@ -172,17 +172,21 @@ def matmul(a, b, out=None, alpha: float = 1.0):
         return _numpy(a, b, out, alpha)
     ash, bsh = a.shape, b.shape
     m, k, n = ash[-2], ash[-1], bsh[-1]
-    if bsh[-2] != k or m * k * n < MIN_MACS:  # (a mismatch: NumPy's error)
+    if bsh[-2] != k or m * k * n < MIN_MACS or m * k * n == 0:  # (a mismatch: NumPy's error)
         return _numpy(a, b, out, alpha)
     la, lb = _layout(a, m, k), _layout(b, k, n)
     if la is None or lb is None:
         return _numpy(a, b, out, alpha)
     batch = ash[:-2] if bsh[:-2] == ash[:-2] or len(bsh) == 2 else np.broadcast_shapes(ash[:-2], bsh[:-2])
+    out_given = out is not None
     if out is None:
         out = np.empty(batch + (m, n), dtype=_FLOAT32)
     elif (type(out) is not np.ndarray or out.shape != batch + (m, n) or out.dtype != _FLOAT32
-          or out.strides[-1] != _F4 or out.strides[-2] % _F4 or out.strides[-2] < _F4 * n):
+          or out.strides[-1] != _F4 or out.strides[-2] % _F4 or out.strides[-2] < _F4 * n
+          or not out.flags.writeable):
         return _numpy(a, b, out, alpha)
+    if out_given and (np.may_share_memory(out, a) or np.may_share_memory(out, b)):
+        return _numpy(a, b, out, alpha)  # out overlaps an operand: NumPy buffers it, BLAS would write over it
     ldc = out.strides[-2] // _F4
     ta, lda = la
     tb, ldb = lb
