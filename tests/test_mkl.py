@@ -252,3 +252,16 @@ def test_version_says_where_products_go(cli, monkeypatch):
     finally:
         monkeypatch.delenv("SEQLAB_BLAS")
         mkl.use(None)
+
+
+def test_64_bit_integer_interface_in_the_environment_is_overridden():
+    """MKL_INTERFACE_LAYER=ILP64 would make MKL read seqlab's 32-bit ints as 64-bit ones (a crash)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import numpy as np; from seqlab import mkl; mkl.MIN_MACS = 0; a = np.ones((3, 4), np.float32); "
+            "b = np.ones((4, 2), np.float32); assert mkl.library() == 'mkl'; print(mkl.matmul(a, b).sum())")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "MKL_INTERFACE_LAYER": "ILP64", "SEQLAB_BLAS": "mkl"})
+    assert proc.returncode == 0 and proc.stdout.strip() == "24.0", proc.stderr[-500:]

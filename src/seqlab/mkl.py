@@ -5,7 +5,10 @@ OpenBLAS, which on some CPUs is markedly slower at the sizes these models use
 (on the Xeon in docs/results.md, 1.1-1.5x at a 768 x 128 x 384 product). With
 the `mkl` package installed (``pip install 'seqlab[mkl]'``) seqlab calls
 MKL's ``cblas_sgemm`` through ctypes for float32 products, so the two engines
-compare on the same BLAS; everything else stays NumPy.
+compare on the same BLAS, and exact GELU's Φ(x) (and its backward's
+exponential) through MKL's vector math; everything else stays NumPy, and so
+do products under `MIN_MACS` multiply-adds and vectors under `MIN_VML`
+values, where NumPy's cheaper call wins.
 
 ``SEQLAB_BLAS`` chooses: ``auto`` (the default: MKL when found, else NumPy),
 ``numpy`` (never MKL) or ``mkl`` (MKL or an error). :func:`library` says which
@@ -82,7 +85,11 @@ def mkl_path() -> str | None:
 
 @functools.lru_cache(maxsize=None)
 def _mkl():
-    """MKL's library with the two GEMM entry points typed, or None (SEQLAB_BLAS=numpy, or not installed)."""
+    """MKL's library with the entry points seqlab calls typed, or None (SEQLAB_BLAS=numpy, or not installed).
+
+    32-bit integers (MKL's LP64 interface, set here whatever MKL_INTERFACE_LAYER says) and MKL's thread
+    count set to NumPy's BLAS's.
+    """
     choice = _choice()
     if choice == "numpy":
         return None
@@ -99,6 +106,8 @@ def _mkl():
                                "pip install 'seqlab[mkl]', or unset SEQLAB_BLAS")
         return None
     i, f, p = ctypes.c_int, ctypes.c_float, ctypes.c_void_p
+    lib.MKL_Set_Interface_Layer.argtypes = [i]
+    lib.MKL_Set_Interface_Layer(0)  # MKL_INTERFACE_LP64: every MKL_INT below is a C int
     lib.cblas_sgemm.restype = None
     lib.cblas_sgemm.argtypes = [i, i, i, i, i, i, f, p, i, p, i, f, p, i]
     lib.cblas_sgemm_batch.restype = None  # every pointer argument, one group: see matmul
