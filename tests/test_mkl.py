@@ -15,6 +15,7 @@ import seqlab
 import seqlab.functional as F
 from seqlab import mkl
 from seqlab.blas import get_blas_threads, set_blas_threads
+from seqlab.errors import ConfigError
 
 pytestmark = pytest.mark.skipif(mkl.mkl_path() is None, reason="the mkl package is not installed")
 
@@ -112,7 +113,7 @@ def test_use_and_the_environment_choose(monkeypatch):
         monkeypatch.setenv("SEQLAB_BLAS", "numpy")
         assert mkl.use(None) == "numpy"
         monkeypatch.setenv("SEQLAB_BLAS", "fast")
-        with pytest.raises(ValueError, match="SEQLAB_BLAS='fast': expected one of auto, numpy, mkl"):
+        with pytest.raises(ConfigError, match="SEQLAB_BLAS='fast': expected one of auto, numpy, mkl"):
             mkl.use(None)
     finally:
         monkeypatch.delenv("SEQLAB_BLAS", raising=False)
@@ -120,11 +121,17 @@ def test_use_and_the_environment_choose(monkeypatch):
 
 
 def test_mkl_asked_for_but_missing_is_one_clear_error(monkeypatch):
+    mkl_path = mkl.mkl_path
     monkeypatch.setattr(mkl, "mkl_path", lambda: None)
     try:
-        with pytest.raises(RuntimeError, match=r"SEQLAB_BLAS=mkl but MKL's library .* pip install 'seqlab\[mkl\]'"):
+        with pytest.raises(ConfigError, match=r"SEQLAB_BLAS=mkl but MKL's library .* pip install 'seqlab\[mkl\]'"):
             mkl.use("mkl")
         assert mkl.use("auto") == "numpy"  # auto without MKL: NumPy, silently
+        monkeypatch.setattr(mkl, "_NEEDED", (*mkl._NEEDED, "cblas_no_such_function"))
+        monkeypatch.setattr(mkl, "mkl_path", mkl_path)  # the real library, which lacks that name
+        with pytest.raises(ConfigError, match="lacks cblas_no_such_function"):
+            mkl.use("mkl")
+        assert mkl.use("auto") == "numpy"
     finally:
         monkeypatch.undo()
         mkl.use(None)
@@ -265,3 +272,14 @@ def test_64_bit_integer_interface_in_the_environment_is_overridden():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "MKL_INTERFACE_LAYER": "ILP64", "SEQLAB_BLAS": "mkl"})
     assert proc.returncode == 0 and proc.stdout.strip() == "24.0", proc.stderr[-500:]
+
+
+def test_a_bad_seqlab_blas_is_one_line_from_the_command_line():
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "seqlab", "--version"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "SEQLAB_BLAS": "fast"})
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.strip() == "error: SEQLAB_BLAS='fast': expected one of auto, numpy, mkl"

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from seqlab.backend import xp_of
+from seqlab.errors import ConfigError
 
 __all__ = ["cdf_norm", "describe", "exp", "library", "matmul", "mkl_path", "set_mkl_threads", "use"]
 
@@ -48,6 +49,8 @@ MIN_VML = 1 << 13  # below this many values a VML call costs more than it saves 
 # VML_LA | VML_ERRMODE_IGNORE: "low accuracy" is still within 4 ulp (Φ: 6e-8 absolute, as the tests hold),
 # 1.15x faster than the default high-accuracy mode; no errno or callbacks for inf/NaN
 _VML_MODE = 0x1 | 0x100
+_NEEDED = ("cblas_sgemm", "cblas_sgemm_batch", *_VML, "MKL_Set_Interface_Layer", "MKL_Set_Num_Threads",
+           "MKL_Get_Max_Threads", "MKL_Get_Version_String")
 
 
 _chosen: str | None = None  # set by use(); None: the environment's SEQLAB_BLAS
@@ -56,7 +59,7 @@ _chosen: str | None = None  # set by use(); None: the environment's SEQLAB_BLAS
 def _choice() -> str:
     choice = _chosen or os.environ.get("SEQLAB_BLAS", "auto").strip().lower() or "auto"
     if choice not in _CHOICES:
-        raise ValueError(f"SEQLAB_BLAS={choice!r}: expected one of {', '.join(_CHOICES)}")
+        raise ConfigError(f"SEQLAB_BLAS={choice!r}: expected one of {', '.join(_CHOICES)}")
     return choice
 
 
@@ -100,9 +103,11 @@ def _mkl():
             lib = ctypes.CDLL(path)
         except OSError:
             lib = None
-    if lib is None or not hasattr(lib, "cblas_sgemm_batch"):
+    missing = [name for name in _NEEDED if lib is not None and not hasattr(lib, name)]
+    if lib is None or missing:
         if choice == "mkl":
-            raise RuntimeError("SEQLAB_BLAS=mkl but MKL's library (libmkl_rt) was not found: "
+            found = f"{path} lacks {', '.join(missing)} (MKL older than 2020?)" if missing else "was not found"
+            raise ConfigError(f"SEQLAB_BLAS=mkl but MKL's library (libmkl_rt) {found}: "
                                "pip install 'seqlab[mkl]', or unset SEQLAB_BLAS")
         return None
     i, f, p = ctypes.c_int, ctypes.c_float, ctypes.c_void_p
