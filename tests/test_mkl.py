@@ -249,6 +249,7 @@ def test_benchmarks_record_where_products_go():
 
 
 def test_version_says_where_products_go(cli, monkeypatch):
+    mkl.use("mkl")
     code, out, _ = cli("--version")
     assert code == 0 and out.startswith(f"seqlab {seqlab.__version__} (Python ") and "products on MKL 20" in out
     monkeypatch.setenv("SEQLAB_BLAS", "numpy")
