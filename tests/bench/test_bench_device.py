@@ -249,3 +249,4 @@ def test_large_sizes_on_the_cpu_say_what_they_cost_before_running(monkeypatch, c
     err = capsys.readouterr().err
     assert err.index("note: --size large builds the GPU sizes") < err.index("running gpt-train")
     assert ran == [("gpt-train", "large")]
+    assert "running gpt-train (size large, 1 thread, products on " in err  # which BLAS the run uses

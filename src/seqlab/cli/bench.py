@@ -208,7 +208,8 @@ def run(args) -> int:
             info.update(device="cuda", **gpu_info())
         out = results[got] = []
         for name in names:
-            where = f"{got} thread{'s' if got != 1 else ''}" if device == "cpu" else info["gpu"]
+            where = (f"{got} thread{'s' if got != 1 else ''}, products on {info['seqlab_blas']}" if device == "cpu"
+                     else info["gpu"])
             sized = f"size {size}, " if size != "default" or device != "cpu" else ""
             print(f"running {name} ({sized}{where}, load {load_average()}) ...", file=sys.stderr, flush=True)
             kwargs = {"data_dir": args.data_dir, "threads": got, "device": device, "size": size,
