@@ -33,7 +33,7 @@ def loaded_blas_libraries() -> list[str]:
         return []
     found = {ln.split()[-1] for ln in maps.splitlines() if "/" in ln and
              re.search(r"(openblas|mkl_rt|libblis|libblas)[^/]*\.so", ln.split()[-1])}
-    # MKL last: when seqlab.gemm loaded it beside NumPy's OpenBLAS, "NumPy's BLAS" is the other one
+    # MKL last: when seqlab.mkl loaded it beside NumPy's OpenBLAS, "NumPy's BLAS" is the other one
     return sorted(found, key=lambda path: ("mkl_rt" in Path(path).name, path))
 
 

@@ -71,7 +71,7 @@ def version_line() -> str:
     from seqlab import mkl
     from seqlab.blas import loaded_blas_libraries
 
-    blas = [Path(p).name for p in loaded_blas_libraries() if "mkl_rt" not in Path(p).name]
+    blas = [Path(p).name for p in loaded_blas_libraries()]  # NumPy's own first (MKL only if NumPy is built on it)
     return (f"seqlab {seqlab.__version__} (Python {platform.python_version()}, NumPy {np.__version__}"
             f"{' on ' + blas[0] if blas else ''}; products on {mkl.describe()})")
 

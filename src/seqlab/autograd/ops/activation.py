@@ -152,7 +152,7 @@ def normal_cdf_float32(x: np.ndarray, gelu_out: np.ndarray | None = None, keep_c
 
 def _normal_cdf_block(x, cdf, c, s):
     """cdf = ½(1 + tanh(c·P(c²))), c = x clipped to ±6.5 (P: `_TANH_CDF`, Horner);  c, s: scratch."""
-    if mkl_cdf_norm(x, cdf):                # MKL's vsCdfNorm when seqlab uses MKL (seqlab.mkl): one pass
+    if mkl_cdf_norm(x, cdf):                # MKL's vmsCdfNorm when seqlab uses MKL (seqlab.mkl): one pass
         return
     f = np.float32
     np.clip(x, f(-_TANH_CLIP), f(_TANH_CLIP), out=c)
