@@ -53,13 +53,13 @@ BAD_ARGUMENTS = [  # (script, arguments, words the message must contain): exit c
     ("kv_cache.py", ["--json", MISSING + "/out.json"], ["--json"]),
     ("elementwise_threads.py", ["--repeats", "0"], ["--repeats"]),
     ("elementwise_threads.py", ["--bogus"], ["--bogus"]),
-    ("blas_ab.py", ["gpt-train", "--rounds", "0"], ["--rounds", ">= 1"]),
-    ("blas_ab.py", ["no-such-benchmark"], ["no-such-benchmark"]),
+    ("engine_ab.py", ["gpt-train", "--rounds", "0"], ["--rounds", ">= 1"]),
+    ("engine_ab.py", ["no-such-benchmark"], ["no-such-benchmark"]),
 ]
 
 RUNTIME_ERRORS = [  # (script, arguments, words): exit code 1, one `error:` line
     ("step_time.py", ["bert-infer", "--steps", "1", "--data-dir", MISSING], [MISSING]),
-    ("blas_ab.py", ["bert-infer", "--data-dir", MISSING], [MISSING]),
+    ("engine_ab.py", ["bert-infer", "--data-dir", MISSING], [MISSING]),
     ("distributed.py", ["--data-dir", MISSING], [MISSING]),
     ("shakespeare_train.py", ["--data-dir", MISSING], [MISSING, "tinyshakespeare"]),
 ]
@@ -109,4 +109,4 @@ def test_help_exits_0(script):
 def test_the_scripts_are_all_covered():
     """A new script in benchmarks/ gets its --help checked above; this keeps the list of known ones honest."""
     assert {"ops.py", "distributed.py", "shakespeare_train.py", "step_time.py", "kv_cache.py",
-            "elementwise_threads.py", "gemm.py", "bert_infer.py", "blas_ab.py"} <= set(SCRIPTS)
+            "elementwise_threads.py", "gemm.py", "bert_infer.py", "engine_ab.py"} <= set(SCRIPTS)

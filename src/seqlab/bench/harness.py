@@ -20,6 +20,7 @@ from typing import Callable
 
 import numpy as np
 
+from seqlab import kernels as seqlab_kernels
 from seqlab import mkl as seqlab_mkl
 from seqlab.blas import get_blas_threads, loaded_blas_libraries, set_blas_threads
 
@@ -84,6 +85,7 @@ def machine_info(threads: int) -> dict:
         "numpy": np.__version__,
         "numpy_blas": Path(blas[0]).name if blas else "unknown",
         "seqlab_blas": seqlab_mkl.describe(),  # where seqlab's float32 products go (seqlab.mkl)
+        "seqlab_kernels": seqlab_kernels.describe(),  # LayerNorm's, the softmax's, dropout's row passes
         "torch": torch.__version__,
         "date": datetime.date.today().isoformat(),
     }

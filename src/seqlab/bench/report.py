@@ -81,9 +81,10 @@ def _baseline(path: Path | None) -> dict:
 
 
 def _products(info: dict) -> str:
-    """Where seqlab's matrix products went in a run (records from before seqlab.mkl: NumPy's BLAS)."""
+    """Where seqlab's matrix products and row kernels went in a run (records from before seqlab.mkl /
+    seqlab.kernels: NumPy's BLAS / NumPy)."""
     products = info.get("seqlab_blas", "NumPy's BLAS")
-    return f"seqlab's products on {products}"
+    return f"seqlab's products on {products}, row kernels on {info.get('seqlab_kernels', 'NumPy')}"
 
 
 def _baseline_says(path: Path) -> str:

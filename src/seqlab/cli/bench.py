@@ -208,7 +208,8 @@ def run(args) -> int:
             info.update(device="cuda", **gpu_info())
         out = results[got] = []
         for name in names:
-            where = (f"{got} thread{'s' if got != 1 else ''}, products on {info['seqlab_blas']}" if device == "cpu"
+            where = (f"{got} thread{'s' if got != 1 else ''}, products on {info['seqlab_blas']}, row kernels on "
+                     f"{info['seqlab_kernels']}" if device == "cpu"
                      else info["gpu"])
             sized = f"size {size}, " if size != "default" or device != "cpu" else ""
             print(f"running {name} ({sized}{where}, load {load_average()}) ...", file=sys.stderr, flush=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from seqlab import kernels  # compiled row kernels when Numba is installed (seqlab.kernels), else None
 from seqlab.autograd.function import Function
 from seqlab.backend import xp_of
 from seqlab.mkl import matmul as mm  # np.matmul, or MKL's sgemm when installed (seqlab.mkl)
@@ -38,6 +39,10 @@ def softmax_array(x, dim, overwrite: bool = False, stats: tuple | None = None, w
     back in to skip both reductions, so the same x gives the same values bitwise.
     """
     xp = xp_of(x)
+    if _is_last(x, dim):
+        fast = kernels.softmax_rows(x, stats, in_place=overwrite)  # the same steps, a row at a time
+        if fast is not None:
+            return fast if with_stats else fast[0]
     if stats is None:
         m = x.max(axis=dim, keepdims=True)
         # rows of -inf only: exp gives 0, not NaN. On a GPU without the test: reading its result back
@@ -89,6 +94,10 @@ class Softmax(Function):
 
     def backward(self, grad):
         (y,) = self.saved
+        if _is_last(y, self.dim):
+            fast = kernels.softmax_backward(grad, y)
+            if fast is not None:
+                return (fast,)
         gx = grad - _rowdot(grad, y, self.dim)
         gx *= y
         return (gx,)
@@ -175,13 +184,20 @@ class LayerNorm(Function):
         for s in self.wshape:
             d *= s
         x2 = x.reshape(-1, d)                                      # (N, D)
+        w2 = None if weight is None else weight.reshape(-1)
+        self.has_bias = bias is not None
+        keep = any(self.needs_input_grad)
+        fast = kernels.layer_norm_forward(x2, w2, None if bias is None else bias.reshape(-1), eps, keep_xhat=keep)
+        if fast is not None:  # the lines below, a row at a time
+            y, xhat, rstd = fast
+            self.saved = (xhat, rstd, w2) if keep else ()
+            return y.reshape(x.shape)
         xhat = x2 - rowsum(x2) * x.dtype.type(1.0 / d)             # x − μ
         var = xp.einsum("ij,ij->i", xhat, xhat) / x.dtype.type(d)  # (N,) biased σ²
         rstd = (1 / xp.sqrt(var + x.dtype.type(eps)))[:, None]     # (N, 1)
         xhat *= rstd                                               # x̂
-        self.saved = (xhat, rstd, None if weight is None else weight.reshape(-1))
-        self.has_bias = bias is not None
-        if not any(self.needs_input_grad):  # no backward will read x̂: y is computed in its place
+        self.saved = (xhat, rstd, w2)
+        if not keep:  # no backward will read x̂: y is computed in its place
             y = xhat
             if weight is not None:
                 y *= self.saved[2]
@@ -197,6 +213,12 @@ class LayerNorm(Function):
         xp = xp_of(grad)
         d = xhat.shape[1]
         g2 = grad.reshape(-1, d)                                   # (N, D)
+        fast = kernels.layer_norm_backward(g2, xhat, rstd, w)     # all three, a row at a time
+        if fast is not None:
+            gx, gw, gb = fast
+            return (gx.reshape(self.shape) if self.needs_input_grad[0] else None,
+                    gw.reshape(self.wshape) if w is not None and self.needs_input_grad[1] else None,
+                    gb.reshape(self.wshape) if self.has_bias and self.needs_input_grad[2] else None)
         gw = gb = gx = None
         if w is not None and self.needs_input_grad[1]:
             gw = xp.einsum("ij,ij->j", g2, xhat).reshape(self.wshape)
@@ -266,11 +288,17 @@ class Dropout(Function):
 
     def forward(self, x, keep_mask=None, p=0.5):
         self.keep, self.scale = keep_mask, x.dtype.type(1.0 / (1.0 - p))
+        fast = kernels.dropout(x, keep_mask, self.scale)  # the two lines below in one pass
+        if fast is not None:
+            return fast
         out = x * keep_mask  # zeros where dropped, a copy elsewhere, in one pass
         out *= self.scale
         return out
 
     def backward(self, grad):
+        fast = kernels.dropout(grad, self.keep, self.scale)
+        if fast is not None:
+            return fast, None
         g = grad * self.keep
         g *= self.scale
         return g, None
@@ -361,6 +389,9 @@ class Attention(Function):
         """P' = P ⊙ keep · 1/(1 − p) (a new array), or P itself without dropout."""
         if self.keep is None:
             return w
+        fast = kernels.dropout(w, self.keep, self.pscale)
+        if fast is not None:
+            return fast
         wd = w * self.keep
         wd *= self.pscale
         return wd
@@ -380,11 +411,12 @@ class Attention(Function):
         gv = mm(wd.swapaxes(-1, -2), grad) if self.needs_input_grad[2] else None
         del wd
         gw = mm(grad, v.swapaxes(-1, -2))
-        if self.keep is not None:
+        if self.keep is not None and kernels.dropout(gw, self.keep, self.pscale, out=gw) is None:
             gw *= self.keep
             gw *= self.pscale
-        gw -= _rowdot(gw, w, -1)
-        gw *= w  # dS = P ⊙ (dP − Σ dP ⊙ P)
+        if kernels.softmax_backward(gw, w, out=gw) is None:
+            gw -= _rowdot(gw, w, -1)
+            gw *= w  # dS = P ⊙ (dP − Σ dP ⊙ P)
         gs = gw
         gq = gk = None
         if self.needs_input_grad[0]:

@@ -1,0 +1,85 @@
+"""One benchmark with one of seqlab's engine switches off and on, and torch, alternated in one process.
+
+    python benchmarks/engine_ab.py encoder-train --rounds 6                  # NumPy's BLAS vs MKL
+    python benchmarks/engine_ab.py gpt-train --switch kernels                # NumPy's row passes vs Numba's
+    python benchmarks/engine_ab.py bert-infer --data-dir ../shared/data
+
+Builds the benchmark's models once (as `seqlab bench` does: same weights and
+inputs, `--threads` for every library, default 1), then in each round times
+`--steps` steps of seqlab with the switch off, with it on, and of torch, after
+one untimed step each. `--switch blas` (the default) moves seqlab's products
+from NumPy's BLAS to MKL (`seqlab.mkl.use`; needs `pip install 'seqlab[mkl]'`);
+`--switch kernels` moves LayerNorm, the softmax's row passes and dropout from
+NumPy to the compiled kernels (`seqlab.kernels.use`; needs `pip install
+'seqlab[numba]'`). Prints the median wall time of each and the two ratios to
+torch. Alternating in one process keeps a VM's drift out of the comparison,
+which two separate `seqlab bench` runs do not.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from _cli import check_data_dir, fail, positive_int, run_main
+
+from seqlab import kernels, mkl
+from seqlab.bench.harness import set_threads
+from seqlab.bench.memory import MODULES
+
+# switch: (module whose use() flips it, its off and on choices, what "on" needs, how to install it)
+SWITCHES = {
+    "blas": (mkl, "numpy", "mkl", "MKL's library", "seqlab[mkl]"),
+    "kernels": (kernels, "numpy", "numba", "Numba", "seqlab[numba]"),
+}
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("name", choices=sorted(MODULES))
+    p.add_argument("--switch", choices=sorted(SWITCHES), default="blas",
+                   help="blas: NumPy's BLAS vs MKL (default); kernels: NumPy's row passes vs Numba's")
+    p.add_argument("--rounds", type=positive_int, default=6, help="alternating rounds (default 6)")
+    p.add_argument("--steps", type=positive_int, default=3, help="timed steps per side and round (default 3)")
+    p.add_argument("--threads", type=positive_int, default=1, help="threads for every library (default 1)")
+    p.add_argument("--data-dir", default=None, help="dataset folder (bert-infer's SST-2 sentences)")
+    a = p.parse_args(argv)
+    if a.name == "bert-infer":
+        check_data_dir(a.data_dir)
+    module_, off, on, needs, extra = SWITCHES[a.switch]
+    try:
+        module_.use(on)
+    except Exception:  # noqa: BLE001 - ConfigError: not installed
+        fail(f"{needs} was not found: pip install '{extra}'")
+    finally:
+        module_.use(None)
+    set_threads(a.threads)
+    module = MODULES[a.name]
+    built = module.build(data_dir=a.data_dir) if a.name == "bert-infer" else module.build()
+    sides = (off, on, "torch")
+    steps = {off: built[0], on: built[0], "torch": built[1]}
+    times: dict[str, list[float]] = {side: [] for side in sides}
+    try:
+        for _ in range(a.rounds):
+            for side in sides:
+                if side != "torch":
+                    module_.use(side)
+                    set_threads(a.threads)  # MKL, loaded anew by use(), takes the count too
+                steps[side]()
+                for _ in range(a.steps):
+                    t0 = time.perf_counter()
+                    steps[side]()
+                    times[side].append(time.perf_counter() - t0)
+        module_.use(on)
+        described = module_.describe()
+    finally:
+        module_.use(None)
+    med = {side: statistics.median(ts) * 1e3 for side, ts in times.items()}
+    print(f"{a.name}, {a.threads} thread{'s' if a.threads > 1 else ''}, {a.rounds} rounds x {a.steps} steps, "
+          f"medians: seqlab with {a.switch} on {off} {med[off]:.1f} ms, on {described} {med[on]:.1f} ms, "
+          f"torch {med['torch']:.1f} ms; seqlab / torch {med[off] / med['torch']:.2f} ({off}), "
+          f"{med[on] / med['torch']:.2f} ({on})")
+
+
+if __name__ == "__main__":
+    run_main(main)

@@ -1,0 +1,171 @@
+"""Compiled row kernels on the CPU (optional): LayerNorm, the softmax's row passes and dropout.
+
+NumPy runs one operation at a time over the whole array: LayerNorm's forward
+is five passes through memory (row sums, x − μ, squares summed, ·r, ·w + b)
+where torch's kernel makes one. With Numba installed (``pip install
+'seqlab[numba]'``), seqlab runs these few element-wise steps as the loops in
+`seqlab._numba_kernels`, a row at a time in cache: on the Xeon in
+docs/results.md LayerNorm's forward and backward at encoder-train's size take
+~1/6 and ~1/12 of the NumPy time, the softmax's ~1/2. Everything else, and
+every other dtype and array library, stays NumPy.
+
+``SEQLAB_KERNELS`` chooses: ``auto`` (the default: Numba when it imports),
+``numpy`` (never) or ``numba`` (Numba or an error). :func:`library` says which
+is in use. The two paths agree within float32 rounding (the kernels sum a row
+in SIMD lanes, NumPy pairwise); dropout is bitwise the same.
+
+Each function below returns None when the kernels are off or the arrays are
+not theirs to take (not NumPy float32 in C order, or empty), and the caller
+then runs its NumPy formula.
+"""
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy as np
+
+from seqlab.errors import ConfigError
+
+__all__ = ["describe", "dropout", "layer_norm_backward", "layer_norm_forward", "library", "softmax_backward",
+           "softmax_rows", "use"]
+
+_CHOICES = ("auto", "numpy", "numba")
+_FLOAT32 = np.dtype(np.float32)
+_chosen: str | None = None  # set by use(); None: the environment's SEQLAB_KERNELS
+
+
+def _choice() -> str:
+    choice = _chosen or os.environ.get("SEQLAB_KERNELS", "auto").strip().lower() or "auto"
+    if choice not in _CHOICES:
+        raise ConfigError(f"SEQLAB_KERNELS={choice!r}: expected one of {', '.join(_CHOICES)}")
+    return choice
+
+
+def use(choice: str | None) -> str:
+    """Switch this process to 'auto', 'numpy' or 'numba' (None: back to SEQLAB_KERNELS); returns `library()`."""
+    global _chosen
+    if choice is not None and choice not in _CHOICES:
+        raise ValueError(f"unknown kernel choice {choice!r}: expected one of {', '.join(_CHOICES)}")
+    _chosen = choice
+    _module.cache_clear()
+    return library()
+
+
+@functools.lru_cache(maxsize=None)
+def _module():
+    """seqlab._numba_kernels, or None (SEQLAB_KERNELS=numpy, or Numba missing or unusable here)."""
+    choice = _choice()
+    if choice == "numpy":
+        return None
+    try:  # Numba imports only now: `seqlab --help` does not pay for it
+        from seqlab import _numba_kernels
+    except Exception as exc:  # noqa: BLE001 - ImportError, or a Numba that rejects this NumPy / cache folder
+        if choice == "numba":
+            raise ConfigError(f"SEQLAB_KERNELS=numba but Numba is not usable here ({type(exc).__name__}: "
+                              f"{exc}): pip install 'seqlab[numba]', or unset SEQLAB_KERNELS") from exc
+        return None
+    return _numba_kernels
+
+
+def library() -> str:
+    """'numba' when the compiled kernels run, else 'numpy'."""
+    return "numba" if _module() is not None else "numpy"
+
+
+def describe() -> str:
+    """One line for reports: 'Numba 0.68.1' or 'NumPy'."""
+    if _module() is None:
+        return "NumPy"
+    import numba
+
+    return f"Numba {numba.__version__}"
+
+
+def _kernels(*arrays):
+    """The kernel module when every array is a non-empty NumPy float32 array in C order, else None."""
+    k = _module()
+    if k is None:
+        return None
+    for a in arrays:
+        if type(a) is not np.ndarray or a.dtype != _FLOAT32 or not a.flags.c_contiguous or a.size == 0:
+            return None
+    return k
+
+
+def layer_norm_forward(x2, w, b, eps: float, keep_xhat: bool = True):
+    """(y, x̂, r) of LayerNorm over the rows of x2 (N, D), r = 1/√(σ² + eps) as (N, 1); w, b (D,) or None.
+
+    Without `keep_xhat` x̂ is not kept (returned as None). None when the kernels do not apply.
+    """
+    d = x2.shape[1]
+    w = np.ones(d, _FLOAT32) if w is None else w
+    b = np.zeros(d, _FLOAT32) if b is None else b
+    k = _kernels(x2, w, b)
+    if k is None:
+        return None
+    y = np.empty_like(x2)
+    xhat = np.empty_like(x2) if keep_xhat else y
+    rstd = np.empty(x2.shape[0], _FLOAT32)
+    k.layer_norm_forward(x2, w, b, _FLOAT32.type(eps), y, xhat, rstd)
+    return y, (xhat if keep_xhat else None), rstd[:, None]
+
+
+def layer_norm_backward(g2, xhat, rstd, w):
+    """(gx, gw, gb) of LayerNorm for upstream g2 (N, D), from `layer_norm_forward`'s x̂ and r; w (D,) or None."""
+    w = np.ones(g2.shape[1], _FLOAT32) if w is None else w
+    k = _kernels(g2, xhat, rstd, w)
+    if k is None:
+        return None
+    gx = np.empty_like(g2)
+    gw = np.zeros(g2.shape[1], _FLOAT32)
+    gb = np.zeros(g2.shape[1], _FLOAT32)
+    k.layer_norm_backward(g2, xhat, rstd.reshape(-1), w, gx, gw, gb)
+    return gx, gw, gb
+
+
+def softmax_rows(s, stats: tuple | None = None, in_place: bool = True):
+    """Softmax over the last axis of `s`, as `fused.softmax_array(s, -1, overwrite=in_place)`:
+    returns (result, (max, sum)) with keepdims statistics; `stats` given: those are used (no reductions).
+    """
+    k = _kernels(s)
+    if k is None or s.ndim == 0:
+        return None
+    if not in_place:
+        s = s.copy()
+    s2 = s.reshape(-1, s.shape[-1])  # a view: s is C-ordered
+    keep = s.shape[:-1] + (1,)
+    if stats is None:
+        m = np.empty(s2.shape[0], _FLOAT32)
+        total = np.empty(s2.shape[0], _FLOAT32)
+        k.subtract_row_max(s2, m)
+    else:
+        m = np.ascontiguousarray(stats[0], dtype=_FLOAT32).reshape(-1)
+        total = np.ascontiguousarray(stats[1], dtype=_FLOAT32).reshape(-1)
+        k.subtract_rows(s2, m)
+    np.exp(s2, out=s2)  # NumPy's SIMD exp (Numba's would call libm once per value)
+    k.divide_by_row_sum(s2, total, stats is not None)
+    return s, (m.reshape(keep), total.reshape(keep))
+
+
+def softmax_backward(g, w, out=None):
+    """w ⊙ (g − Σ g ⊙ w) over the last axis (into `out`, which may be `g`); g and w the same shape."""
+    k = _kernels(g, w) if g.shape == w.shape and g.ndim > 0 else None
+    if k is None or (out is not None and _kernels(out) is None):
+        return None
+    out = np.empty_like(g) if out is None else out
+    n = g.shape[-1]
+    k.softmax_backward(g.reshape(-1, n), w.reshape(-1, n), out.reshape(-1, n))
+    return out
+
+
+def dropout(x, keep, scale, out=None):
+    """x ⊙ keep · scale (into `out`, which may be `x`) for a bool `keep` of x's shape."""
+    if type(keep) is not np.ndarray or keep.dtype != np.bool_ or keep.shape != x.shape or not keep.flags.c_contiguous:
+        return None
+    k = _kernels(x)
+    if k is None or (out is not None and _kernels(out) is None):
+        return None
+    out = np.empty_like(x) if out is None else out
+    k.scale_kept(x.reshape(-1), keep.reshape(-1), _FLOAT32.type(scale), out.reshape(-1))
+    return out

@@ -1,0 +1,308 @@
+"""seqlab.kernels: the compiled row kernels against the plain formulas in float64, the ops on
+both paths, and the switch between them.
+
+The `test` extra installs Numba, so these run in CI; without it they skip
+(and every other test runs the NumPy formulas, as they then do anyway).
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import seqlab
+import seqlab.functional as F
+from seqlab import kernels
+from seqlab.autograd.ops import fused
+from seqlab.errors import ConfigError
+
+HAVE_NUMBA = kernels.use("auto") == "numba"
+kernels.use(None)
+pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="Numba is not installed")
+
+rng = np.random.default_rng(0)
+
+
+def f32(*shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+@pytest.fixture
+def on(monkeypatch):
+    """The kernels on for the test, whatever SEQLAB_KERNELS says; back to the environment's choice after."""
+    assert kernels.use("numba") == "numba"
+    yield
+    kernels.use(None)
+
+
+def ln_reference(x, w, b, eps):
+    x = x.astype(np.float64)
+    mu = x.mean(-1, keepdims=True)
+    r = 1 / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + eps)
+    xhat = (x - mu) * r
+    return xhat * w + b, xhat, r
+
+
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("shape", [(7, 5), (300, 256), (1, 1)])
+def test_layer_norm_forward_matches_float64(on, shape, affine):
+    x = f32(*shape, scale=3.0) + 2.0  # a mean far from 0: the two-pass variance must not cancel
+    w, b = (f32(shape[1]), f32(shape[1])) if affine else (None, None)
+    y, xhat, r = kernels.layer_norm_forward(x, w, b, 1e-5)
+    ry, rxhat, rr = ln_reference(x, 1.0 if w is None else w, 0.0 if b is None else b, 1e-5)
+    assert y.dtype == xhat.dtype == r.dtype == np.float32 and r.shape == (shape[0], 1)
+    np.testing.assert_allclose(y, ry, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(xhat, rxhat, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(r, rr, rtol=1e-5)
+    y2, none, _ = kernels.layer_norm_forward(x, w, b, 1e-5, keep_xhat=False)  # x̂ not kept: the same y
+    assert none is None and np.array_equal(y2, y)
+
+
+@pytest.mark.parametrize("shape", [(9, 6), (300, 256)])
+def test_layer_norm_backward_matches_float64(on, shape):
+    x, w, g = f32(*shape), f32(shape[1]), f32(*shape)
+    _, xhat, r = kernels.layer_norm_forward(x, w, f32(shape[1]), 1e-5)
+    gx, gw, gb = kernels.layer_norm_backward(g, xhat, r, w)
+    g64, xh64, r64 = g.astype(np.float64), xhat.astype(np.float64), r.astype(np.float64)
+    gh = g64 * w
+    want = r64 * (gh - gh.mean(-1, keepdims=True) - xh64 * (gh * xh64).mean(-1, keepdims=True))
+    np.testing.assert_allclose(gx, want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(gw, (g64 * xh64).sum(0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(gb, g64.sum(0), rtol=1e-4, atol=1e-4)
+
+
+def masked_scores(*shape):
+    s = f32(*shape, scale=4.0)
+    s[..., np.triu(np.ones(shape[-2:], bool), 1)] = -np.inf  # causal
+    s[..., 0, :] = -np.inf  # one row with every key blocked
+    return s
+
+
+def test_softmax_rows_match_float64_and_give_zero_rows_for_all_blocked(on):
+    s = masked_scores(3, 4, 6, 6)
+    with np.errstate(invalid="ignore"):
+        s64 = s.astype(np.float64)
+        m = np.max(s64, -1, keepdims=True)
+        m[~np.isfinite(m)] = 0
+        e = np.exp(s64 - m)
+        t = e.sum(-1, keepdims=True)
+        t[t == 0] = 1
+    got, (gm, gt) = kernels.softmax_rows(s.copy())
+    np.testing.assert_allclose(got, e / t, rtol=1e-6, atol=1e-7)
+    assert np.all(got[..., 0, :] == 0) and not np.isnan(got).any()
+    np.testing.assert_array_equal(gm, m.astype(np.float32))
+    np.testing.assert_allclose(gt, t, rtol=1e-6)
+    again, _ = kernels.softmax_rows(s.copy(), stats=(gm, gt))  # from the saved statistics: bitwise the same
+    assert np.array_equal(again, got)
+
+
+def test_softmax_array_takes_the_kernel_along_the_last_axis_only(on, monkeypatch):
+    calls = []
+    real = kernels.softmax_rows
+    monkeypatch.setattr(kernels, "softmax_rows", lambda s, stats=None, in_place=True: (
+        calls.append((s.shape, in_place)), real(s, stats, in_place))[1])
+    x = f32(4, 5)
+    np.testing.assert_allclose(fused.softmax_array(x.T.copy(), 0).T, fused.softmax_array(x, -1), rtol=1e-6)
+    assert calls == [((4, 5), False)]  # axis 0: NumPy's formula; the last axis: the kernel, on a copy
+    y = x.copy()
+    assert fused.softmax_array(y, -1, overwrite=True) is y and calls[-1] == ((4, 5), True)
+
+
+def test_softmax_backward_matches_float64_in_place_too(on):
+    w = kernels.softmax_rows(masked_scores(2, 5, 7, 7))[0]
+    g = f32(*w.shape)
+    want = w.astype(np.float64) * (g - (g.astype(np.float64) * w).sum(-1, keepdims=True))
+    np.testing.assert_allclose(kernels.softmax_backward(g, w), want, rtol=1e-5, atol=1e-6)
+    g2 = g.copy()
+    assert kernels.softmax_backward(g2, w, out=g2) is g2
+    np.testing.assert_allclose(g2, want, rtol=1e-5, atol=1e-6)
+
+
+def test_dropout_is_bitwise_the_numpy_formula(on):
+    x = f32(6, 50)
+    x[0, :3] = [np.nan, np.inf, -np.inf]
+    keep = rng.random(x.shape) > 0.3
+    keep[0, :3] = False
+    scale = np.float32(1 / 0.7)
+    with np.errstate(invalid="ignore"):
+        want = x * keep
+        want *= scale
+    got = kernels.dropout(x, keep, scale)
+    np.testing.assert_array_equal(got, want)  # NaN where NaN, inf·0 = NaN, as NumPy's product
+    kernels.dropout(x, keep, scale, out=x)
+    np.testing.assert_array_equal(x, want)
+
+
+def test_arrays_the_kernels_do_not_take_get_none(on):
+    x = f32(4, 6)
+    assert kernels.layer_norm_forward(x.astype(np.float64), None, None, 1e-5) is None  # float64
+    assert kernels.layer_norm_forward(f32(4, 12)[:, ::2], None, None, 1e-5) is None  # not C order
+    assert kernels.layer_norm_forward(np.empty((0, 6), np.float32), None, None, 1e-5) is None
+    assert kernels.softmax_rows(x.T) is None
+    assert kernels.softmax_backward(x, x[:1]) is None  # would broadcast
+    assert kernels.dropout(x, (x > 0).astype(np.float32), 2.0) is None  # float mask
+    assert kernels.dropout(x, np.ones((1, 6), bool), 2.0) is None  # broadcast mask
+    kernels.use("numpy")
+    assert kernels.layer_norm_forward(x, None, None, 1e-5) is None and kernels.library() == "numpy"
+
+
+def _run_both(fn):
+    """fn() with the kernels on, then with NumPy's formulas."""
+    kernels.use("numba")
+    on = fn()
+    kernels.use("numpy")
+    off = fn()
+    kernels.use(None)
+    return on, off
+
+
+@pytest.mark.parametrize("shape,nd", [((3, 5, 16), 1), ((2, 4, 6), 2)])
+def test_layer_norm_op_is_the_same_on_both_paths_and_matches_torch(shape, nd):
+    x, g = f32(*shape), f32(*shape)
+    w, b = f32(*shape[-nd:]), f32(*shape[-nd:])
+
+    def run():
+        xs, ws, bs = (seqlab.tensor(a, requires_grad=True) for a in (x, w, b))
+        y = F.layer_norm(xs, shape[-nd:], ws, bs)
+        y.backward(seqlab.tensor(g))
+        return [np.array(t) for t in (y.data, xs.grad, ws.grad, bs.grad)]
+
+    on, off = _run_both(run)
+    xt, wt, bt = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    yt = torch.nn.functional.layer_norm(xt, shape[-nd:], wt, bt)
+    yt.backward(torch.tensor(g))
+    for a, b_, t in zip(on, off, [yt, xt.grad, wt.grad, bt.grad]):
+        np.testing.assert_allclose(a, b_, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(a, t.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_layer_norm_without_grad_computes_y_in_x_hats_place(on):
+    x, w, b = f32(4, 8), f32(8), f32(8)
+    with seqlab.no_grad():  # nothing keeps x̂: the kernel writes x̂ and y into one array
+        y = F.layer_norm(seqlab.tensor(x, requires_grad=True), (8,), seqlab.tensor(w), seqlab.tensor(b))
+    np.testing.assert_allclose(np.array(y.data), ln_reference(x, w, b, 1e-5)[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.25])
+def test_attention_op_is_the_same_on_both_paths(dropout):
+    """Causal attention with weights recomputed in backward (Tk > D) and attention dropout."""
+    q, k, v, g = f32(2, 3, 10, 4), f32(2, 3, 10, 4), f32(2, 3, 10, 4), f32(2, 3, 10, 4)
+    block = np.triu(np.ones((10, 10), bool), 1)
+
+    def run():
+        seqlab.manual_seed(3)
+        ts = [seqlab.tensor(a, requires_grad=True) for a in (q, k, v)]
+        out = F.scaled_dot_product_attention(*ts, attn_mask=~block, dropout_p=dropout)
+        out.backward(seqlab.tensor(g))
+        return [np.array(out.data)] + [np.array(t.grad) for t in ts]
+
+    on, off = _run_both(run)
+    for a, b in zip(on, off):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_softmax_and_dropout_ops_are_the_same_on_both_paths():
+    x, g = f32(5, 9), f32(5, 9)
+
+    def run():
+        seqlab.manual_seed(1)
+        xs = seqlab.tensor(x, requires_grad=True)
+        y = F.dropout(F.softmax(xs, dim=-1), p=0.5, training=True)
+        y.backward(seqlab.tensor(g))
+        return np.array(y.data), np.array(xs.grad)
+
+    (y1, g1), (y0, g0) = _run_both(run)
+    np.testing.assert_allclose(y1, y0, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(g1, g0, rtol=1e-5, atol=1e-6)
+
+
+def test_the_ops_really_call_the_kernels(on, monkeypatch):
+    from seqlab import _numba_kernels as compiled
+
+    called = set()
+    for name in ("layer_norm_forward", "layer_norm_backward", "subtract_row_max", "softmax_backward", "scale_kept"):
+        real = getattr(compiled, name)
+        monkeypatch.setattr(compiled, name, lambda *a, _real=real, _name=name: (called.add(_name), _real(*a))[1])
+    xs = seqlab.tensor(f32(3, 8), requires_grad=True)
+    seqlab.manual_seed(0)
+    y = F.dropout(F.softmax(F.layer_norm(xs, (8,)), dim=-1), p=0.5, training=True)
+    y.sum().backward()
+    assert called == {"layer_norm_forward", "layer_norm_backward", "subtract_row_max", "softmax_backward",
+                      "scale_kept"}
+
+
+def test_gpt_training_step_is_the_same_on_both_paths():
+    from seqlab.models.gpt import GPT, GPTConfig
+
+    seqlab.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=50, n_positions=32, n_embd=32, n_layer=2, n_head=4, resid_pdrop=0.1,
+                          embd_pdrop=0.1, attn_pdrop=0.1))
+    ids = rng.integers(0, 50, (3, 16))
+
+    def step():
+        seqlab.manual_seed(5)  # the same dropout masks on both paths
+        model.zero_grad()
+        loss = model(ids, labels=ids).loss
+        loss.backward()
+        return float(loss.item()), {n: np.array(p.grad) for n, p in model.named_parameters()}
+
+    (loss_on, grads_on), (loss_off, grads_off) = _run_both(step)
+    assert abs(loss_on - loss_off) < 1e-5
+    for name, g in grads_off.items():
+        np.testing.assert_allclose(grads_on[name], g, rtol=1e-3, atol=1e-5 * max(1.0, np.abs(g).max()), err_msg=name)
+
+
+def test_use_and_the_environment_choose(monkeypatch):
+    try:
+        assert kernels.use("numpy") == "numpy" and kernels.describe() == "NumPy"
+        assert kernels.use("numba") == "numba" and kernels.describe().startswith("Numba 0.")
+        with pytest.raises(ValueError, match="unknown kernel choice 'c'"):
+            kernels.use("c")
+        monkeypatch.setenv("SEQLAB_KERNELS", "numpy")
+        assert kernels.use(None) == "numpy"
+        monkeypatch.setenv("SEQLAB_KERNELS", "fast")
+        with pytest.raises(ConfigError, match="SEQLAB_KERNELS='fast': expected one of auto, numpy, numba"):
+            kernels.use(None)
+    finally:
+        monkeypatch.delenv("SEQLAB_KERNELS", raising=False)
+        kernels.use(None)
+
+
+def test_numba_asked_for_but_missing_is_one_clear_error(monkeypatch):
+    monkeypatch.delitem(sys.modules, "seqlab._numba_kernels", raising=False)
+    monkeypatch.delattr(seqlab, "_numba_kernels", raising=False)  # imported anew, as in a fresh process
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
+    try:
+        with pytest.raises(ConfigError, match=r"SEQLAB_KERNELS=numba but Numba is not usable here "
+                           r"\(ModuleNotFoundError: .*\): pip install 'seqlab\[numba\]'"):
+            kernels.use("numba")
+        assert kernels.use("auto") == "numpy"  # auto without Numba: NumPy, silently
+        x = f32(3, 4)
+        np.testing.assert_allclose(np.array(F.layer_norm(seqlab.tensor(x), (4,)).data),
+                                   ln_reference(x, 1.0, 0.0, 1e-5)[0], rtol=1e-5, atol=1e-5)
+    finally:
+        monkeypatch.undo()
+        kernels.use(None)
+
+
+def test_benchmarks_and_version_say_which_kernels_ran(cli):
+    from seqlab.bench.harness import machine_info
+
+    try:
+        kernels.use("numba")
+        assert machine_info(1)["seqlab_kernels"].startswith("Numba 0.")
+        code, out, _ = cli("--version")
+        assert code == 0 and out.rstrip().endswith(f"row kernels on {kernels.describe()})")
+        kernels.use("numpy")
+        assert machine_info(1)["seqlab_kernels"] == "NumPy"
+    finally:
+        kernels.use(None)
+
+
+def test_a_bad_seqlab_kernels_is_one_line_from_the_command_line():
+    proc = subprocess.run([sys.executable, "-m", "seqlab", "--version"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "SEQLAB_KERNELS": "fast"})
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.strip() == "error: SEQLAB_KERNELS='fast': expected one of auto, numpy, numba"
