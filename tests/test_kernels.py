@@ -148,6 +148,94 @@ def test_arrays_the_kernels_do_not_take_get_none(on):
     assert kernels.layer_norm_forward(x, None, None, 1e-5) is None and kernels.library() == "numpy"
 
 
+@pytest.fixture
+def two_threads(on, monkeypatch):
+    """The kernels' parallel twins for every array (no size threshold), on two threads."""
+    monkeypatch.setattr(kernels, "MIN_PARALLEL", 0)
+    kernels.set_threads(2)
+    assert kernels._parallel_ok(), "Numba's TBB pool did not start (the test extra installs tbb)"
+    yield
+    kernels.set_threads(None)
+
+
+def test_parallel_twins_give_the_same_values_bitwise(two_threads, monkeypatch):
+    from seqlab import _numba_kernels as compiled
+
+    x, g, w, b = f32(100, 48), f32(100, 48), f32(48), f32(48)  # 4 blocks of rows, the last one short
+    keep = rng.random(x.shape) > 0.5
+
+    def every_kernel():
+        y, xhat, r = kernels.layer_norm_forward(x, w, b, 1e-5)
+        grads = kernels.layer_norm_backward(g, xhat, r, w)
+        s, stats = kernels.softmax_rows(x.copy())
+        again, _ = kernels.softmax_rows(x.copy(), stats=stats)
+        return (y, xhat, r, *grads, s, *stats, again, kernels.softmax_backward(g, s), kernels.dropout(x, keep, 3.0))
+
+    twins = {n for n in dir(compiled) if n.endswith("_parallel") and not n.startswith("_")}
+    assert len(twins) == 7
+    called = set()
+    for name in twins:
+        real = getattr(compiled, name)
+        monkeypatch.setattr(compiled, name, lambda *a, _r=real, _n=name: (called.add(_n), _r(*a))[1])
+    parallel = every_kernel()
+    assert called == twins
+    kernels.set_threads(1)
+    for a, b_ in zip(parallel, every_kernel()):
+        assert np.array_equal(a, b_)
+
+
+def test_set_blas_threads_sets_the_kernels_count_too():
+    from seqlab.blas import blas_threads
+
+    try:
+        with blas_threads(2) as got:
+            assert got is None or kernels.threads() == 2
+        kernels.set_threads(3)
+        assert kernels.threads() == 3
+        with pytest.raises(ValueError, match="kernel threads must be >= 1"):
+            kernels.set_threads(0)
+    finally:
+        kernels.set_threads(None)
+
+
+def _python(code: str, **env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **env})
+
+
+def test_a_forked_child_runs_the_parallel_kernels():
+    """TBB's pool survives a fork (GNU OpenMP's would hang the child): the parent runs a parallel
+    kernel, forks, and the child runs one too."""
+    code = """
+import os, numpy as np
+from seqlab import kernels
+kernels.MIN_PARALLEL = 0; kernels.set_threads(2)
+x = np.random.default_rng(0).standard_normal((64, 16)).astype(np.float32)
+want = kernels.layer_norm_forward(x, None, None, 1e-5)[0]
+assert kernels._parallel_ok()
+pid = os.fork()
+if pid == 0:
+    os._exit(0 if np.array_equal(kernels.layer_norm_forward(x, None, None, 1e-5)[0], want) else 3)
+print(os.waitpid(pid, 0)[1])
+"""
+    proc = _python(code, SEQLAB_KERNELS="numba")
+    assert proc.returncode == 0 and proc.stdout.strip() == "0", proc.stderr[-2000:]
+
+
+def test_without_a_thread_safe_pool_the_kernels_run_on_one_thread():
+    """Numba's 'workqueue' pool would abort on calls from two threads at once: seqlab does not use it."""
+    code = """
+import numpy as np
+from seqlab import kernels
+kernels.MIN_PARALLEL = 0; kernels.set_threads(2)
+x = np.random.default_rng(0).standard_normal((64, 16)).astype(np.float32)
+y = kernels.layer_norm_forward(x, None, None, 1e-5)[0]
+print(kernels._parallel_ok(), bool(np.allclose(y.mean(-1), 0, atol=1e-6)))
+"""
+    proc = _python(code, SEQLAB_KERNELS="numba", NUMBA_THREADING_LAYER="workqueue")
+    assert proc.returncode == 0 and proc.stdout.split() == ["False", "True"], proc.stderr[-2000:]
+
+
 def _run_both(fn):
     """fn() with the kernels on, then with NumPy's formulas."""
     kernels.use("numba")

@@ -1,14 +1,20 @@
 """Row kernels compiled by Numba; `seqlab.kernels` imports this module only when Numba is chosen.
 
-Each kernel is the loop a textbook would write for one row, so a row is read
-from memory once and its passes run in cache, where NumPy makes one pass over
-the whole array per operation. float32 in, float32 out, float32 sums (as
-NumPy's). `fastmath` here allows only reordering sums into SIMD lanes and
-fusing a multiply and an add ("reassoc", "contract"): results match the NumPy
-path within float32 rounding, −inf and NaN behave as there, and divisions
-stay divisions (so a softmax computed again from its saved row statistics is
-bitwise the forward's). The plain NumPy formulas are in seqlab.autograd.ops.fused;
-tests/test_kernels.py holds each kernel to them.
+Each `_..._rows` function is the loop a textbook would write, for rows lo..hi,
+so a row is read from memory once and its passes run in cache, where NumPy
+makes one pass over the whole array per operation. float32 in, float32 out,
+float32 sums (as NumPy's). `fastmath` here allows only reordering sums into
+SIMD lanes and fusing a multiply and an add ("reassoc", "contract"): results
+match the NumPy path within float32 rounding, −inf and NaN behave as there,
+and divisions stay divisions (so a softmax computed again from its saved row
+statistics is bitwise the forward's). The plain NumPy formulas are in
+seqlab.autograd.ops.fused; tests/test_kernels.py holds each kernel to them.
+
+Every kernel comes twice: `name(...)` runs the row blocks one after another,
+`name_parallel(...)` hands them to Numba's thread pool (`prange`). Both cut
+the rows into the same blocks of `ROWS` (`FLAT` values for dropout) and
+LayerNorm's backward sums its per-block partial weight gradients in block
+order, so the two give the same values bitwise, on any number of threads.
 
 Compiled on first use and cached next to this file (or in Numba's user cache
 folder when that is read-only), so later processes load them in milliseconds.
@@ -16,21 +22,29 @@ folder when that is read-only), so later processes load them in milliseconds.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
+ROWS = 32  # rows per block
+FLAT = 1 << 14  # values per block of dropout's flat arrays
 _FAST = {"reassoc", "contract"}
 _jit = njit(cache=True, nogil=True, fastmath=_FAST)
+_jit_parallel = njit(cache=True, nogil=True, fastmath=_FAST, parallel=True)
 
 
 @_jit
-def layer_norm_forward(x, w, b, eps, y, xhat, rstd):  # pragma: no cover - compiled; held by tests/test_kernels.py
-    """Per row: μ = mean(x), r = 1/√(mean((x − μ)²) + eps), x̂ = (x − μ)·r, y = x̂·w + b.
+def _blocks(n, size):  # pragma: no cover - compiled
+    """How many blocks of `size` cover n."""
+    return (n + size - 1) // size
 
-    x, y, xhat (N, D); w, b (D,); rstd (N,). `xhat` may be `y` (nothing keeps x̂).
-    """
-    n, d = x.shape
+
+# ---- LayerNorm -----------------------------------------------------------------------------
+
+@_jit
+def _layer_norm_forward_rows(x, w, b, eps, y, xhat, rstd, lo, hi):  # pragma: no cover - compiled
+    """Per row: μ = mean(x), r = 1/√(mean((x − μ)²) + eps), x̂ = (x − μ)·r, y = x̂·w + b."""
+    d = x.shape[1]
     inv_d = np.float32(1.0) / np.float32(d)
-    for i in range(n):
+    for i in range(lo, hi):
         s = np.float32(0.0)
         for j in range(d):
             s += x[i, j]
@@ -48,14 +62,26 @@ def layer_norm_forward(x, w, b, eps, y, xhat, rstd):  # pragma: no cover - compi
 
 
 @_jit
-def layer_norm_backward(g, xhat, rstd, w, gx, gw, gb):  # pragma: no cover - compiled
-    """Per row, with ĝ = g ⊙ w: gx = r·(ĝ − mean(ĝ) − x̂·mean(ĝ ⊙ x̂)); and gw += g ⊙ x̂, gb += g.
+def layer_norm_forward(x, w, b, eps, y, xhat, rstd):  # pragma: no cover - compiled
+    """x, y, xhat (N, D); w, b (D,); rstd (N,). `xhat` may be `y` (when nothing keeps x̂)."""
+    n = x.shape[0]
+    for c in range(_blocks(n, ROWS)):
+        _layer_norm_forward_rows(x, w, b, eps, y, xhat, rstd, c * ROWS, min(n, (c + 1) * ROWS))
 
-    g, xhat, gx (N, D); rstd (N,); w, gw, gb (D,), gw and gb zeroed by the caller.
-    """
-    n, d = g.shape
+
+@_jit_parallel
+def layer_norm_forward_parallel(x, w, b, eps, y, xhat, rstd):  # pragma: no cover - compiled
+    n = x.shape[0]
+    for c in prange(_blocks(n, ROWS)):
+        _layer_norm_forward_rows(x, w, b, eps, y, xhat, rstd, c * ROWS, min(n, (c + 1) * ROWS))
+
+
+@_jit
+def _layer_norm_backward_rows(g, xhat, rstd, w, gx, gw, gb, lo, hi):  # pragma: no cover - compiled
+    """Per row, with ĝ = g ⊙ w: gx = r·(ĝ − mean(ĝ) − x̂·mean(ĝ ⊙ x̂)); and gw += g ⊙ x̂, gb += g."""
+    d = g.shape[1]
     inv_d = np.float32(1.0) / np.float32(d)
-    for i in range(n):
+    for i in range(lo, hi):
         s1 = np.float32(0.0)
         s2 = np.float32(0.0)
         for j in range(d):
@@ -72,10 +98,45 @@ def layer_norm_backward(g, xhat, rstd, w, gx, gw, gb):  # pragma: no cover - com
 
 
 @_jit
-def subtract_row_max(s, m):  # pragma: no cover - compiled
-    """Per row: m = max(s) (0 for a row of −inf only), s −= m in place. s (N, K), m (N,)."""
-    n, k = s.shape
-    for i in range(n):
+def _sum_blocks(partial, out):  # pragma: no cover - compiled
+    """out = Σ over the first axis of `partial`, in block order."""
+    for c in range(partial.shape[0]):
+        for j in range(partial.shape[1]):
+            out[j] += partial[c, j]
+
+
+@_jit
+def layer_norm_backward(g, xhat, rstd, w, gx, gw, gb):  # pragma: no cover - compiled
+    """g, xhat, gx (N, D); rstd (N,); w, gw, gb (D,), gw and gb zeroed by the caller."""
+    n, d = g.shape
+    nb = _blocks(n, ROWS)
+    pw = np.zeros((nb, d), np.float32)  # each block's own Σ g ⊙ x̂ and Σ g
+    pb = np.zeros((nb, d), np.float32)
+    for c in range(nb):
+        _layer_norm_backward_rows(g, xhat, rstd, w, gx, pw[c], pb[c], c * ROWS, min(n, (c + 1) * ROWS))
+    _sum_blocks(pw, gw)
+    _sum_blocks(pb, gb)
+
+
+@_jit_parallel
+def layer_norm_backward_parallel(g, xhat, rstd, w, gx, gw, gb):  # pragma: no cover - compiled
+    n, d = g.shape
+    nb = _blocks(n, ROWS)
+    pw = np.zeros((nb, d), np.float32)
+    pb = np.zeros((nb, d), np.float32)
+    for c in prange(nb):
+        _layer_norm_backward_rows(g, xhat, rstd, w, gx, pw[c], pb[c], c * ROWS, min(n, (c + 1) * ROWS))
+    _sum_blocks(pw, gw)
+    _sum_blocks(pb, gb)
+
+
+# ---- softmax ---------------------------------------------------------------------------------
+
+@_jit
+def _subtract_row_max_rows(s, m, lo, hi):  # pragma: no cover - compiled
+    """Per row: m = max(s) (0 for a row of −inf only), s −= m in place."""
+    k = s.shape[1]
+    for i in range(lo, hi):
         mx = s[i, 0]
         for j in range(1, k):
             v = s[i, j]
@@ -89,20 +150,49 @@ def subtract_row_max(s, m):  # pragma: no cover - compiled
 
 
 @_jit
-def subtract_rows(s, m):  # pragma: no cover - compiled
+def subtract_row_max(s, m):  # pragma: no cover - compiled
+    """s (N, K), m (N,)."""
+    n = s.shape[0]
+    for c in range(_blocks(n, ROWS)):
+        _subtract_row_max_rows(s, m, c * ROWS, min(n, (c + 1) * ROWS))
+
+
+@_jit_parallel
+def subtract_row_max_parallel(s, m):  # pragma: no cover - compiled
+    n = s.shape[0]
+    for c in prange(_blocks(n, ROWS)):
+        _subtract_row_max_rows(s, m, c * ROWS, min(n, (c + 1) * ROWS))
+
+
+@_jit
+def _subtract_rows_rows(s, m, lo, hi):  # pragma: no cover - compiled
     """s −= m in place, row by row (the max saved by `subtract_row_max`)."""
-    n, k = s.shape
-    for i in range(n):
+    k = s.shape[1]
+    for i in range(lo, hi):
         mx = m[i]
         for j in range(k):
             s[i, j] -= mx
 
 
 @_jit
-def divide_by_row_sum(e, t, have_sums):  # pragma: no cover - compiled
+def subtract_rows(s, m):  # pragma: no cover - compiled
+    n = s.shape[0]
+    for c in range(_blocks(n, ROWS)):
+        _subtract_rows_rows(s, m, c * ROWS, min(n, (c + 1) * ROWS))
+
+
+@_jit_parallel
+def subtract_rows_parallel(s, m):  # pragma: no cover - compiled
+    n = s.shape[0]
+    for c in prange(_blocks(n, ROWS)):
+        _subtract_rows_rows(s, m, c * ROWS, min(n, (c + 1) * ROWS))
+
+
+@_jit
+def _divide_by_row_sum_rows(e, t, have_sums, lo, hi):  # pragma: no cover - compiled
     """Per row: t = Σ e (1 where that is 0: a row of zeros stays 0) unless `have_sums`, then e /= t in place."""
-    n, k = e.shape
-    for i in range(n):
+    k = e.shape[1]
+    for i in range(lo, hi):
         if have_sums:
             total = t[i]
         else:
@@ -117,10 +207,24 @@ def divide_by_row_sum(e, t, have_sums):  # pragma: no cover - compiled
 
 
 @_jit
-def softmax_backward(g, w, out):  # pragma: no cover - compiled
+def divide_by_row_sum(e, t, have_sums):  # pragma: no cover - compiled
+    n = e.shape[0]
+    for c in range(_blocks(n, ROWS)):
+        _divide_by_row_sum_rows(e, t, have_sums, c * ROWS, min(n, (c + 1) * ROWS))
+
+
+@_jit_parallel
+def divide_by_row_sum_parallel(e, t, have_sums):  # pragma: no cover - compiled
+    n = e.shape[0]
+    for c in prange(_blocks(n, ROWS)):
+        _divide_by_row_sum_rows(e, t, have_sums, c * ROWS, min(n, (c + 1) * ROWS))
+
+
+@_jit
+def _softmax_backward_rows(g, w, out, lo, hi):  # pragma: no cover - compiled
     """Per row: out = w ⊙ (g − Σ g ⊙ w), the softmax's input gradient. `out` may be `g`."""
-    n, k = g.shape
-    for i in range(n):
+    k = g.shape[1]
+    for i in range(lo, hi):
         t = np.float32(0.0)
         for j in range(k):
             t += g[i, j] * w[i, j]
@@ -129,8 +233,38 @@ def softmax_backward(g, w, out):  # pragma: no cover - compiled
 
 
 @_jit
-def scale_kept(x, keep, scale, out):  # pragma: no cover - compiled
-    """Dropout's x ⊙ keep · 1/(1 − p) (flat arrays, keep bool; `out` may be `x`): the NumPy path's
-    values bitwise, x·1·s = x·s with keep in {0, 1} (and NaN·0 stays NaN, as there)."""
-    for i in range(x.shape[0]):
+def softmax_backward(g, w, out):  # pragma: no cover - compiled
+    n = g.shape[0]
+    for c in range(_blocks(n, ROWS)):
+        _softmax_backward_rows(g, w, out, c * ROWS, min(n, (c + 1) * ROWS))
+
+
+@_jit_parallel
+def softmax_backward_parallel(g, w, out):  # pragma: no cover - compiled
+    n = g.shape[0]
+    for c in prange(_blocks(n, ROWS)):
+        _softmax_backward_rows(g, w, out, c * ROWS, min(n, (c + 1) * ROWS))
+
+
+# ---- dropout ---------------------------------------------------------------------------------
+
+@_jit
+def _scale_kept_values(x, keep, scale, out, lo, hi):  # pragma: no cover - compiled
+    """Dropout's x ⊙ keep · 1/(1 − p) on values lo..hi of flat arrays (keep bool; `out` may be `x`):
+    the NumPy path's values bitwise, x·1·s = x·s with keep in {0, 1} (and NaN·0 stays NaN, as there)."""
+    for i in range(lo, hi):
         out[i] = x[i] * np.float32(keep[i]) * scale
+
+
+@_jit
+def scale_kept(x, keep, scale, out):  # pragma: no cover - compiled
+    n = x.shape[0]
+    for c in range(_blocks(n, FLAT)):
+        _scale_kept_values(x, keep, scale, out, c * FLAT, min(n, (c + 1) * FLAT))
+
+
+@_jit_parallel
+def scale_kept_parallel(x, keep, scale, out):  # pragma: no cover - compiled
+    n = x.shape[0]
+    for c in prange(_blocks(n, FLAT)):
+        _scale_kept_values(x, keep, scale, out, c * FLAT, min(n, (c + 1) * FLAT))

@@ -61,11 +61,14 @@ def get_blas_threads() -> int | None:
 
 
 def set_blas_threads(n: int) -> bool:
-    """Put NumPy's BLAS (and MKL, when seqlab.mkl uses it) on `n` threads; False when neither has a known setter."""
+    """Put NumPy's BLAS (and MKL, when seqlab.mkl uses it, and seqlab.kernels) on `n` threads; False when
+    neither BLAS has a known setter."""
     if n < 1:
         raise ValueError(f"BLAS threads must be >= 1, got {n}")
+    from seqlab.kernels import set_threads as set_kernel_threads  # and seqlab's compiled row kernels
     from seqlab.mkl import set_mkl_threads  # MKL too, when seqlab's products go to it
 
+    set_kernel_threads(n)
     mkl_set = set_mkl_threads(n)
     put = _blas_function(_BLAS_SET)
     if put is None:

@@ -9,6 +9,14 @@ docs/results.md LayerNorm's forward and backward at encoder-train's size take
 ~1/6 and ~1/12 of the NumPy time, the softmax's ~1/2. Everything else, and
 every other dtype and array library, stays NumPy.
 
+On more than one thread (`seqlab.blas.set_blas_threads`, ``--threads``, or
+NumPy's BLAS count by default) arrays of `MIN_PARALLEL` values or more go to
+the kernels' parallel twins, which give the same values bitwise. They run on
+Numba's TBB thread pool (the `tbb` package, which `seqlab[numba]` installs on
+Linux x86-64), which is safe to call from several threads and after a fork;
+where TBB is missing the kernels run on one thread. A ``NUMBA_THREADING_LAYER``
+set in the environment is respected.
+
 ``SEQLAB_KERNELS`` chooses: ``auto`` (the default: Numba when it imports),
 ``numpy`` (never) or ``numba`` (Numba or an error). :func:`library` says which
 is in use. The two paths agree within float32 rounding (the kernels sum a row
@@ -20,19 +28,25 @@ then runs its NumPy formula.
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import os
+import sys
+from pathlib import Path
 
 import numpy as np
 
 from seqlab.errors import ConfigError
 
-__all__ = ["describe", "dropout", "layer_norm_backward", "layer_norm_forward", "library", "softmax_backward",
-           "softmax_rows", "use"]
+__all__ = ["describe", "dropout", "layer_norm_backward", "layer_norm_forward", "library", "set_threads",
+           "softmax_backward", "softmax_rows", "threads", "use"]
 
 _CHOICES = ("auto", "numpy", "numba")
 _FLOAT32 = np.dtype(np.float32)
+# below this many values a parallel launch costs more than it saves (~10 us on the Xeon in docs/results.md)
+MIN_PARALLEL = 1 << 15
 _chosen: str | None = None  # set by use(); None: the environment's SEQLAB_KERNELS
+_threads: int | None = None  # set by set_threads(); None: NumPy's BLAS count, read when first needed
 
 
 def _choice() -> str:
@@ -49,7 +63,67 @@ def use(choice: str | None) -> str:
         raise ValueError(f"unknown kernel choice {choice!r}: expected one of {', '.join(_CHOICES)}")
     _chosen = choice
     _module.cache_clear()
+    _parallel_ok.cache_clear()
     return library()
+
+
+def set_threads(n: int | None) -> None:
+    """Run the kernels on `n` threads (1: one after another); None: NumPy's BLAS count again."""
+    global _threads
+    if n is not None and n < 1:
+        raise ValueError(f"kernel threads must be >= 1, got {n}")
+    _threads = n
+
+
+def threads() -> int:
+    """The kernels' thread count (`set_threads`, else NumPy's BLAS count)."""
+    global _threads
+    if _threads is None:
+        from seqlab.blas import get_blas_threads
+
+        _threads = get_blas_threads() or 1
+    return _threads
+
+
+def _load_tbb() -> None:
+    """Load the `tbb` wheel's library (in this environment's lib folder, which the loader does not search)
+    so Numba's TBB pool, linked against libtbb.so.12, finds it; nothing when it is not there."""
+    for folder in (Path(sys.prefix) / "lib", Path(sys.base_prefix) / "lib"):
+        for path in sorted(folder.glob("libtbb.so.12*")) if folder.is_dir() else []:
+            try:
+                ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+                return
+            except OSError:
+                continue
+
+
+@functools.lru_cache(maxsize=None)
+def _parallel_ok() -> bool:
+    """Whether the parallel twins can run: Numba's pool starts on a layer safe for threads (not 'workqueue')."""
+    k = _module()
+    if k is None:
+        return False
+    import numba
+
+    if not os.environ.get("NUMBA_THREADING_LAYER"):  # the user's choice stands
+        _load_tbb()
+        numba.config.THREADING_LAYER = "safe"  # TBB: safe from several threads and after a fork
+    try:  # the first parallel call starts the pool, or fails when no such layer loads
+        k.scale_kept_parallel(np.zeros(1, _FLOAT32), np.ones(1, np.bool_), _FLOAT32.type(1), np.zeros(1, _FLOAT32))
+    except Exception:  # noqa: BLE001 - Numba's ValueError "No threading layer could be loaded", or similar
+        return False
+    return numba.threading_layer() != "workqueue"
+
+
+def _twin(k, name: str, size: int):
+    """The kernel `name`, or its parallel twin when more than one thread is asked for and `size` warrants it."""
+    n = threads()
+    if n > 1 and size >= MIN_PARALLEL and _parallel_ok():
+        import numba
+
+        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))  # per calling thread
+        return getattr(k, name + "_parallel")
+    return getattr(k, name)
 
 
 @functools.lru_cache(maxsize=None)
@@ -107,7 +181,7 @@ def layer_norm_forward(x2, w, b, eps: float, keep_xhat: bool = True):
     y = np.empty_like(x2)
     xhat = np.empty_like(x2) if keep_xhat else y
     rstd = np.empty(x2.shape[0], _FLOAT32)
-    k.layer_norm_forward(x2, w, b, _FLOAT32.type(eps), y, xhat, rstd)
+    _twin(k, "layer_norm_forward", x2.size)(x2, w, b, _FLOAT32.type(eps), y, xhat, rstd)
     return y, (xhat if keep_xhat else None), rstd[:, None]
 
 
@@ -120,7 +194,7 @@ def layer_norm_backward(g2, xhat, rstd, w):
     gx = np.empty_like(g2)
     gw = np.zeros(g2.shape[1], _FLOAT32)
     gb = np.zeros(g2.shape[1], _FLOAT32)
-    k.layer_norm_backward(g2, xhat, rstd.reshape(-1), w, gx, gw, gb)
+    _twin(k, "layer_norm_backward", g2.size)(g2, xhat, rstd.reshape(-1), w, gx, gw, gb)
     return gx, gw, gb
 
 
@@ -138,13 +212,13 @@ def softmax_rows(s, stats: tuple | None = None, in_place: bool = True):
     if stats is None:
         m = np.empty(s2.shape[0], _FLOAT32)
         total = np.empty(s2.shape[0], _FLOAT32)
-        k.subtract_row_max(s2, m)
+        _twin(k, "subtract_row_max", s2.size)(s2, m)
     else:
         m = np.ascontiguousarray(stats[0], dtype=_FLOAT32).reshape(-1)
         total = np.ascontiguousarray(stats[1], dtype=_FLOAT32).reshape(-1)
-        k.subtract_rows(s2, m)
+        _twin(k, "subtract_rows", s2.size)(s2, m)
     np.exp(s2, out=s2)  # NumPy's SIMD exp (Numba's would call libm once per value)
-    k.divide_by_row_sum(s2, total, stats is not None)
+    _twin(k, "divide_by_row_sum", s2.size)(s2, total, stats is not None)
     return s, (m.reshape(keep), total.reshape(keep))
 
 
@@ -155,7 +229,7 @@ def softmax_backward(g, w, out=None):
         return None
     out = np.empty_like(g) if out is None else out
     n = g.shape[-1]
-    k.softmax_backward(g.reshape(-1, n), w.reshape(-1, n), out.reshape(-1, n))
+    _twin(k, "softmax_backward", g.size)(g.reshape(-1, n), w.reshape(-1, n), out.reshape(-1, n))
     return out
 
 
@@ -167,5 +241,5 @@ def dropout(x, keep, scale, out=None):
     if k is None or (out is not None and _kernels(out) is None):
         return None
     out = np.empty_like(x) if out is None else out
-    k.scale_kept(x.reshape(-1), keep.reshape(-1), _FLOAT32.type(scale), out.reshape(-1))
+    _twin(k, "scale_kept", x.size)(x.reshape(-1), keep.reshape(-1), _FLOAT32.type(scale), out.reshape(-1))
     return out
