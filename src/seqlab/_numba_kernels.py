@@ -252,8 +252,9 @@ def softmax_backward_parallel(g, w, out):  # pragma: no cover - compiled
 def _scale_kept_values(x, keep, scale, out, lo, hi):  # pragma: no cover - compiled
     """Dropout's x ⊙ keep · 1/(1 − p) on values lo..hi of flat arrays (keep bool; `out` may be `x`):
     the NumPy path's values bitwise, x·1·s = x·s with keep in {0, 1} (and NaN·0 stays NaN, as there)."""
-    for i in range(lo, hi):
-        out[i] = x[i] * np.float32(keep[i]) * scale
+    xs, ks, outs = x[lo:hi], keep[lo:hi], out[lo:hi]  # slices: a loop from 0 is one LLVM vectorises (4x)
+    for i in range(xs.shape[0]):
+        outs[i] = xs[i] * np.float32(ks[i]) * scale
 
 
 @_jit

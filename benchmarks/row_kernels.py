@@ -1,0 +1,127 @@
+"""seqlab's row kernels (Numba) against its NumPy formulas and torch, op by op, forward and backward.
+
+    python benchmarks/row_kernels.py [--repeats 200] [--threads 1]
+
+For each op and shape: the median microseconds of seqlab's op with the
+kernels off (`seqlab.kernels.use("numpy")`: the NumPy formulas), with them on
+(`use("numba")`), and of torch's own op, all on the same float32 inputs in one
+process, forward and backward timed apart (torch's backward as its
+fused-graph backward minus nothing else: `torch.autograd.grad` of a kept
+output). Needs Numba (`pip install 'seqlab[numba]'`). The figures are in
+docs/results.md ("Compiled row kernels").
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from _cli import fail, positive_int, run_main
+
+from seqlab import kernels
+from seqlab.autograd.ops.fused import Dropout, LayerNorm, Softmax, softmax_array
+from seqlab.bench.harness import set_threads
+
+
+def median_us(fn, repeats: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e6
+
+
+def _layer_norm(rng, shape):
+    import torch
+
+    x, w, b, g = (rng.standard_normal(s).astype(np.float32) for s in (shape, shape[-1:], shape[-1:], shape))
+
+    def forward():
+        op = LayerNorm()
+        op.needs_input_grad = (True, True, True)
+        op.forward(x, w, b)
+        return op
+
+    kept = forward()
+    xt = torch.from_numpy(x).requires_grad_(True)
+    lt = torch.nn.LayerNorm(shape[-1])
+    yt = lt(xt)
+    gt = torch.from_numpy(g)
+    return (forward, lambda: kept.backward(g),
+            lambda: lt(xt), lambda: torch.autograd.grad(yt, [xt, *lt.parameters()], gt, retain_graph=True))
+
+
+def _softmax(rng, shape):
+    import torch
+
+    x = rng.standard_normal(shape).astype(np.float32)
+    x[..., np.triu(np.ones(shape[-2:], bool), 1)] = -np.inf  # causal, as in attention
+    g = rng.standard_normal(shape).astype(np.float32)
+    op = Softmax()
+    op.forward(x, -1)
+    xt = torch.from_numpy(x).requires_grad_(True)
+    yt = torch.softmax(xt, -1)
+    gt = torch.from_numpy(g)
+    return (lambda: softmax_array(x.copy(), -1, overwrite=True), lambda: op.backward(g),
+            lambda: torch.softmax(xt, -1), lambda: torch.autograd.grad(yt, [xt], gt, retain_graph=True))
+
+
+def _dropout(rng, shape):
+    import torch
+
+    x, g = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    keep = rng.random(shape) >= 0.1
+    op = Dropout()
+    op.forward(x, keep, p=0.1)
+    mt = torch.from_numpy(keep)
+    xt = torch.from_numpy(x)
+    return (lambda: Dropout().forward(x, keep, p=0.1), lambda: op.backward(g),
+            lambda: xt * mt / 0.9, lambda: torch.from_numpy(g) * mt / 0.9)  # the mask given, as here
+
+
+CASES = [  # (op, shape, builder): encoder-train's and gpt-train's sizes
+    ("LayerNorm", (2048, 256), _layer_norm),
+    ("LayerNorm", (768, 128), _layer_norm),
+    ("softmax, causal", (128, 64, 64), _softmax),
+    ("softmax, causal", (48, 64, 64), _softmax),
+    ("dropout", (2048, 1024), _dropout),
+]
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeats", type=positive_int, default=200, help="timed calls per figure (default 200)")
+    p.add_argument("--threads", type=positive_int, default=1, help="threads for every library (default 1)")
+    a = p.parse_args(argv)
+    try:
+        kernels.use("numba")
+    except Exception:  # noqa: BLE001 - ConfigError: Numba not installed
+        fail("Numba was not found: pip install 'seqlab[numba]'")
+    finally:
+        kernels.use(None)
+    set_threads(a.threads)
+    rng = np.random.default_rng(0)
+    print(f"{a.threads} thread{'s' if a.threads > 1 else ''}, median of {a.repeats} calls, µs")
+    print("| op | shape | pass | NumPy formulas | kernel | torch |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    try:
+        for name, shape, build in CASES:
+            fwd, bwd, tfwd, tbwd = build(rng, shape)
+            for label, fn, tfn in (("forward", fwd, tfwd), ("backward", bwd, tbwd)):
+                kernels.use("numpy")
+                off = median_us(fn, a.repeats)
+                kernels.use("numba")
+                kernels.set_threads(a.threads)
+                on = median_us(fn, a.repeats)
+                torch_us = median_us(tfn, a.repeats)
+                print(f"| {name} | {shape} | {label} | {off:,.0f} | {on:,.0f} | {torch_us:,.0f} |", flush=True)
+    finally:
+        kernels.use(None)
+
+
+if __name__ == "__main__":
+    run_main(main)
