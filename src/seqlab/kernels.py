@@ -6,7 +6,7 @@ where torch's kernel makes one. With Numba installed (``pip install
 'seqlab[numba]'``), seqlab runs these few element-wise steps as the loops in
 `seqlab._numba_kernels`, a row at a time in cache: on the Xeon in
 docs/results.md LayerNorm's forward and backward at encoder-train's size take
-~1/6 and ~1/12 of the NumPy time, the softmax's ~1/2. Everything else, and
+~1/4 and ~1/6 of the NumPy time, the softmax's ~1/2 (benchmarks/row_kernels.py). Everything else, and
 every other dtype and array library, stays NumPy.
 
 On more than one thread (`seqlab.blas.set_blas_threads`, ``--threads``, or
