@@ -13,12 +13,11 @@ docs/results.md ("Compiled row kernels").
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 
 from _cli import fail, positive_int, run_main
+from elementwise_threads import median_ms
 
 from seqlab import kernels
 from seqlab.autograd.ops.fused import Dropout, LayerNorm, Softmax, softmax_array
@@ -26,13 +25,7 @@ from seqlab.bench.harness import set_threads
 
 
 def median_us(fn, repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e6
+    return median_ms(fn, repeats) * 1e3
 
 
 def _layer_norm(rng, shape):
