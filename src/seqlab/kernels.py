@@ -43,7 +43,9 @@ __all__ = ["describe", "dropout", "layer_norm_backward", "layer_norm_forward", "
 
 _CHOICES = ("auto", "numpy", "numba")
 _FLOAT32 = np.dtype(np.float32)
-# below this many values a parallel launch costs more than it saves (~10 us on the Xeon in docs/results.md)
+# below this many values the parallel twins are not used: a launch costs more than half the work saves
+# (on the Xeon in docs/results.md, LayerNorm forward at 768 x 128 = 98,304 values: 52 us on two threads
+# against 68 us serially; smaller arrays were not measured, 2^15 is a margin below that)
 MIN_PARALLEL = 1 << 15
 _chosen: str | None = None  # set by use(); None: the environment's SEQLAB_KERNELS
 _threads: int | None = None  # set by set_threads(); None: NumPy's BLAS count, read when first needed
@@ -173,9 +175,11 @@ def layer_norm_forward(x2, w, b, eps: float, keep_xhat: bool = True):
     Without `keep_xhat` x̂ is not kept (returned as None). None when the kernels do not apply.
     """
     d = x2.shape[1]
+    if _kernels(x2) is None:  # before the fill-ins below: the NumPy formula needs none of them
+        return None
     w = np.ones(d, _FLOAT32) if w is None else w
     b = np.zeros(d, _FLOAT32) if b is None else b
-    k = _kernels(x2, w, b)
+    k = _kernels(w, b)
     if k is None:
         return None
     y = np.empty_like(x2)
@@ -187,8 +191,10 @@ def layer_norm_forward(x2, w, b, eps: float, keep_xhat: bool = True):
 
 def layer_norm_backward(g2, xhat, rstd, w):
     """(gx, gw, gb) of LayerNorm for upstream g2 (N, D), from `layer_norm_forward`'s x̂ and r; w (D,) or None."""
+    if _kernels(g2, xhat, rstd) is None:
+        return None
     w = np.ones(g2.shape[1], _FLOAT32) if w is None else w
-    k = _kernels(g2, xhat, rstd, w)
+    k = _kernels(w)
     if k is None:
         return None
     gx = np.empty_like(g2)

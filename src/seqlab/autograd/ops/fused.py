@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from seqlab import kernels  # compiled row kernels when Numba is installed (seqlab.kernels), else None
+from seqlab import kernels  # compiled row kernels; each returns None where the NumPy formula below runs
 from seqlab.autograd.function import Function
 from seqlab.backend import xp_of
 from seqlab.mkl import matmul as mm  # np.matmul, or MKL's sgemm when installed (seqlab.mkl)
