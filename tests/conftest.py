@@ -29,3 +29,28 @@ def cli(capsys):
         out, err = capsys.readouterr()
         return code, out, err
     return run
+
+
+@pytest.fixture
+def numpy_kernels():
+    """NumPy's formulas for the test: seqlab.kernels' compiled kernels off, whatever SEQLAB_KERNELS says."""
+    from seqlab import kernels
+
+    kernels.use("numpy")
+    yield
+    kernels.use(None)
+
+
+@pytest.fixture(params=["numpy", "numba"])
+def row_kernels(request):
+    """The test once on NumPy's formulas and once on seqlab.kernels' compiled kernels (skipped without Numba)."""
+    from seqlab import kernels
+    from seqlab.errors import ConfigError
+
+    try:
+        kernels.use(request.param)
+    except ConfigError:
+        kernels.use(None)
+        pytest.skip("Numba is not installed")
+    yield request.param
+    kernels.use(None)

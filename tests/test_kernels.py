@@ -135,6 +135,92 @@ def test_dropout_is_bitwise_the_numpy_formula(on):
     np.testing.assert_array_equal(x, want)
 
 
+def gelu_reference(x, approximate):
+    """(GELU(x), GELU'(x)) in float64."""
+    from scipy.special import ndtr
+
+    x = x.astype(np.float64)
+    if approximate == "tanh":  # ½(1 + tanh u) as 1/(1 + e^(−2u)): 1 + tanh u would cancel in the left tail
+        k = np.sqrt(2 / np.pi)
+        e = np.exp(-2 * k * (x + 0.044715 * x ** 3))
+        h = 1 / (1 + e)
+        return x * h, h + 2 * x * h * (e * h) * k * (1 + 3 * 0.044715 * x * x)
+    return x * ndtr(x), ndtr(x) + x * np.exp(-x * x / 2) / np.sqrt(2 * np.pi)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_matches_float64_closer_than_torch(on, approximate):
+    x = np.concatenate([np.linspace(-14, 14, 200_001), rng.standard_normal(50_000) * 3]).astype(np.float32)
+    g = f32(x.size)
+    want_y, want_d = gelu_reference(x, approximate)
+    y, dx = kernels.gelu_forward(x, approximate), kernels.gelu_backward(x, g, approximate)
+    assert y.dtype == dx.dtype == np.float32
+    # Φ (or h) within 1.5e-7 plus y's own rounding: 2e-7·|x| (MKL's and NumPy's paths are held to the same)
+    assert np.all(np.abs(y - want_y) <= 2e-7 * np.abs(x) + 1e-30)
+    # GELU' within 3e-7 absolute (it is at most 1.13 in size); torch's float32 kernels are off by up to 1e-6
+    assert np.abs(dx - g * want_d).max() <= 3e-7 * np.abs(g).max()
+    xt = torch.from_numpy(x)
+    torch_y = torch.nn.functional.gelu(xt, approximate=approximate).numpy()
+    torch_d = torch.ops.aten.gelu_backward(torch.ones_like(xt), xt, approximate=approximate).numpy()
+    assert np.abs(kernels.gelu_backward(x, np.ones_like(x), approximate) - want_d).max() <= np.abs(
+        torch_d - want_d).max()
+    np.testing.assert_allclose(y, torch_y, rtol=1e-5, atol=1.5e-6)  # torch's own error: up to 1.2e-6
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_special_values(on, approximate):
+    """0, ±subnormal, ±huge, NaN as torch gives them; in the far left tail the float64 values, which torch's
+    float32 kernels round to 0 (GELU'(−7) = −6.4e-11); +inf gives inf (torch's exact form: NaN, ∞·½(1 + 1))."""
+    x = np.array([0.0, -0.0, 1e-45, -1e-45, 1e-30, -1e-30, 7.0, -7.0, 40.0, -40.0, 1e30, -1e30, np.nan, -np.inf],
+                 np.float32)
+    xt = torch.from_numpy(x)
+    ty = torch.nn.functional.gelu(xt, approximate=approximate).numpy()
+    td = torch.ops.aten.gelu_backward(torch.ones_like(xt), xt, approximate=approximate).numpy()
+    y, dx = kernels.gelu_forward(x, approximate), kernels.gelu_backward(x, np.ones_like(x), approximate)
+    np.testing.assert_allclose(y, ty, rtol=1e-6, atol=1e-10)  # NaN where torch's is NaN (assert_allclose's rule)
+    np.testing.assert_allclose(dx, td, rtol=1e-6, atol=1e-10)
+    want_y, want_d = gelu_reference(x[:8], approximate)  # up to ±7 (beyond, float64's e^(−2u) overflows too)
+    np.testing.assert_allclose(y[:8], want_y, rtol=1e-5, atol=1e-11)  # exact GELU: Φ = 0 below −6.5
+    np.testing.assert_allclose(dx[:8], want_d, rtol=1e-5, atol=1e-11)
+    assert kernels.gelu_forward(np.array([np.inf], np.float32), approximate)[0] == np.inf
+
+
+def test_gelu_exp_is_within_two_ulp_and_saturates():
+    from seqlab import _numba_kernels as compiled
+
+    v = np.concatenate([np.linspace(-87, 88, 4001), rng.uniform(-10, 10, 1000)]).astype(np.float32)
+    got = np.array([compiled._exp(a) for a in v], np.float32)
+    want = np.exp(v.astype(np.float64))
+    assert np.all(np.abs(got - want) <= 2 * np.spacing(want.astype(np.float32)))
+    assert compiled._exp(np.float32(-90)) == 0 and compiled._exp(np.float32(89)) == np.inf
+    assert np.isnan(compiled._exp(np.float32(np.nan)))
+
+
+def test_gelu_kernels_use_the_documented_fit_of_phi():
+    from seqlab import _numba_kernels as compiled
+    from seqlab.autograd.ops import activation
+
+    assert [compiled._P0, compiled._P1, compiled._P2, compiled._P3, compiled._P4, compiled._P5, compiled._P6,
+            compiled._P7] == [np.float32(c) for c in activation._TANH_CDF]
+    assert compiled._CDF_CLIP == np.float32(activation._TANH_CLIP)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_op_is_the_same_on_both_paths(approximate):
+    x, g = f32(4, 6, 33, scale=3.0), f32(4, 6, 33)
+
+    def run():
+        xs = seqlab.tensor(x, requires_grad=True)
+        y = F.gelu(xs, approximate=approximate)
+        y.backward(seqlab.tensor(g))
+        return np.array(y.data), np.array(xs.grad)
+
+    for y, d in _run_both(run):  # each path within its bounds of float64 (they differ most in the far tail)
+        want_y, want_d = gelu_reference(x, approximate)
+        assert np.all(np.abs(y - want_y) <= 2e-7 * np.abs(x) + 1e-30)
+        np.testing.assert_allclose(d, g * want_d, rtol=1e-5, atol=2e-6)
+
+
 def test_arrays_the_kernels_do_not_take_get_none(on):
     x = f32(4, 6)
     assert kernels.layer_norm_forward(x.astype(np.float64), None, None, 1e-5) is None  # float64
@@ -144,6 +230,9 @@ def test_arrays_the_kernels_do_not_take_get_none(on):
     assert kernels.softmax_backward(x, x[:1]) is None  # would broadcast
     assert kernels.dropout(x, (x > 0).astype(np.float32), 2.0) is None  # float mask
     assert kernels.dropout(x, np.ones((1, 6), bool), 2.0) is None  # broadcast mask
+    assert kernels.gelu_forward(x.astype(np.float64)) is None and kernels.gelu_forward(x.T) is None
+    assert kernels.gelu_forward(x, out=np.empty((6, 4), np.float32)) is None  # out of another shape
+    assert kernels.gelu_backward(x, x[:1]) is None  # would broadcast
     kernels.use("numpy")
     assert kernels.layer_norm_forward(x, None, None, 1e-5) is None and kernels.library() == "numpy"
 
@@ -169,10 +258,12 @@ def test_parallel_twins_give_the_same_values_bitwise(two_threads, monkeypatch):
         grads = kernels.layer_norm_backward(g, xhat, r, w)
         s, stats = kernels.softmax_rows(x.copy())
         again, _ = kernels.softmax_rows(x.copy(), stats=stats)
-        return (y, xhat, r, *grads, s, *stats, again, kernels.softmax_backward(g, s), kernels.dropout(x, keep, 3.0))
+        return (y, xhat, r, *grads, s, *stats, again, kernels.softmax_backward(g, s), kernels.dropout(x, keep, 3.0),
+                *(f(*a, approximate=m) for m in ("none", "tanh")
+                  for f, a in ((kernels.gelu_forward, (x,)), (kernels.gelu_backward, (x, g)))))
 
     twins = {n for n in dir(compiled) if n.endswith("_parallel") and not n.startswith("_")}
-    assert len(twins) == 7
+    assert len(twins) == 9
     called = set()
     for name in twins:
         real = getattr(compiled, name)
@@ -310,15 +401,16 @@ def test_the_ops_really_call_the_kernels(on, monkeypatch):
     from seqlab import _numba_kernels as compiled
 
     called = set()
-    for name in ("layer_norm_forward", "layer_norm_backward", "subtract_row_max", "softmax_backward", "scale_kept"):
+    names = {"layer_norm_forward", "layer_norm_backward", "subtract_row_max", "softmax_backward", "scale_kept",
+             "gelu_forward", "gelu_backward"}
+    for name in names:
         real = getattr(compiled, name)
         monkeypatch.setattr(compiled, name, lambda *a, _real=real, _name=name: (called.add(_name), _real(*a))[1])
     xs = seqlab.tensor(f32(3, 8), requires_grad=True)
     seqlab.manual_seed(0)
-    y = F.dropout(F.softmax(F.layer_norm(xs, (8,)), dim=-1), p=0.5, training=True)
+    y = F.dropout(F.softmax(F.gelu(F.layer_norm(xs, (8,))), dim=-1), p=0.5, training=True)
     y.sum().backward()
-    assert called == {"layer_norm_forward", "layer_norm_backward", "subtract_row_max", "softmax_backward",
-                      "scale_kept"}
+    assert called == names
 
 
 def test_gpt_training_step_is_the_same_on_both_paths():

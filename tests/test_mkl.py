@@ -164,7 +164,7 @@ def test_vector_math_matches_float64(on_mkl):
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
-def test_gelu_on_mkl_matches_torch_and_the_numpy_kernels(on_mkl, approximate):
+def test_gelu_on_mkl_matches_torch_and_the_numpy_kernels(on_mkl, numpy_kernels, approximate):
     draw = np.random.default_rng(1)  # its own draws: the same values whichever tests ran first
     x = (draw.standard_normal((3, 70, 64)) * 3).astype(np.float32)
     x[0, 0, :4] = [0.0, -9.0, 9.0, 1e-30]

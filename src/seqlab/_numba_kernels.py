@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
+from numba.core import types
+from numba.extending import intrinsic
 
 ROWS = 32  # rows per block
 FLAT = 1 << 14  # values per block of dropout's flat arrays
@@ -269,3 +271,147 @@ def scale_kept_parallel(x, keep, scale, out):  # pragma: no cover - compiled
     n = x.shape[0]
     for c in prange(_blocks(n, FLAT)):
         _scale_kept_values(x, keep, scale, out, c * FLAT, min(n, (c + 1) * FLAT))
+
+
+# ---- GELU ------------------------------------------------------------------------------------
+# Element-wise, so no sums to reorder: "contract" only, which keeps exp's two-part ln 2 below exact.
+# error_model="numpy": a division is a plain division (Numba's default Python model tests every divisor
+# for zero first, and a loop with that test is not vectorised).
+_jit_values = njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
+_f = np.float32
+_ONE, _HALF = _f(1.0), _f(0.5)
+_LOG2E = _f(1.4426950408889634)
+_LN2_HI = _f(0.693359375)  # ln 2 = HI + LO with HI's 9 significant bits: k·HI is exact for |k| < 2^15
+_LN2_LO = _f(-2.12194440e-4)
+_EXP_MIN, _EXP_MAX = _f(-87.0), _f(88.0)  # 2^k stays a normal float32 for k in [-126, 127]
+# Φ(x) ≈ ½(1 + tanh(x·P(x²))) = 1/(1 + e^(−2x·P(x²))), |x| ≤ _CDF_CLIP: the coefficients of P and the clip
+# are seqlab.autograd.ops.activation's _TANH_CDF and _TANH_CLIP (a test holds them equal; repeated here
+# because Numba's cache would not notice a change made in another file)
+_P0, _P1, _P2, _P3, _P4, _P5, _P6, _P7 = (_f(7.97885152e-01), _f(3.63319829e-02), _f(-3.11358445e-05),
+                                          _f(-5.60600982e-05), _f(4.14346443e-06), _f(-1.52702770e-07),
+                                          _f(2.83479384e-09), _f(-2.07066159e-11))
+_CDF_CLIP = _f(6.5)
+_INV_SQRT_2PI = _f(0.3989422804014327)
+_A = _f(0.7978845608028654)  # √(2/π): tanh GELU's u = x·(A + B·x²)
+_B = _f(0.7978845608028654 * 0.044715)
+
+
+@intrinsic
+def _float32_from_bits(typingctx, bits):
+    """The float32 whose IEEE 754 bits are the int32 `bits` (a bit cast: no instruction in the loop)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float32))
+
+    return types.float32(types.int32), codegen
+
+
+@_jit_values
+def _exp(v):  # pragma: no cover - compiled
+    """e^v in float32, within 2 ulp for −87 ≤ v ≤ 88; 0 below, inf above, NaN for NaN.
+
+    v = k·ln 2 + r with k an integer and |r| ≤ ½ ln 2, e^r by its Taylor series
+    to r⁷ (the next term is < 5e-9 relative), 2^k built from its bits. NumPy's
+    and Numba's exp are calls the compiler cannot vectorise; this inlines.
+    """
+    under = v < _EXP_MIN
+    over = v > _EXP_MAX
+    w = _EXP_MIN if under else (_EXP_MAX if over else v)
+    k = np.floor(w * _LOG2E + _HALF)
+    r = w - k * _LN2_HI - k * _LN2_LO
+    p = _ONE + r * (_ONE + r * (_HALF + r * (_f(1 / 6) + r * (_f(1 / 24) + r * (_f(1 / 120) + r * (
+        _f(1 / 720) + r * _f(1 / 5040)))))))
+    e = p * _float32_from_bits((np.int32(k) + np.int32(127)) << 23)
+    return _f(0.0) if under else (_f(np.inf) if over else e)
+
+
+@_jit_values
+def _normal_cdf(x):  # pragma: no cover - compiled
+    """Φ(x) = 1/(1 + e^(−2c·P(c²))), c = x clipped to ±6.5, and 0 below −6.5 (as the NumPy path,
+    where ½(1 + tanh) is 0 there); absolute error < 1.5e-7."""
+    c = min(max(x, -_CDF_CLIP), _CDF_CLIP)
+    s = c * c
+    p = ((((((_P7 * s + _P6) * s + _P5) * s + _P4) * s + _P3) * s + _P2) * s + _P1) * s + _P0
+    cdf = _ONE / (_ONE + _exp(_f(-2.0) * c * p))
+    return _f(0.0) if x < -_CDF_CLIP else cdf
+
+
+@_jit_values
+def _gelu_erf_values(x, out, lo, hi):  # pragma: no cover - compiled
+    """out = x·Φ(x) on values lo..hi of flat arrays."""
+    xs, outs = x[lo:hi], out[lo:hi]  # slices: loops from 0, which LLVM vectorises (as in dropout)
+    for i in range(xs.shape[0]):
+        outs[i] = xs[i] * _normal_cdf(xs[i])
+
+
+@_jit_values
+def _gelu_erf_grad_values(x, g, out, lo, hi):  # pragma: no cover - compiled
+    """out = g·(Φ(x) + x·φ(x)), φ(x) = e^(−x²/2)/√(2π)."""
+    xs, gs, outs = x[lo:hi], g[lo:hi], out[lo:hi]
+    for i in range(xs.shape[0]):
+        v = xs[i]
+        outs[i] = gs[i] * (_normal_cdf(v) + v * _INV_SQRT_2PI * _exp(-_HALF * v * v))
+
+
+@_jit_values
+def _gelu_tanh_values(x, out, lo, hi):  # pragma: no cover - compiled
+    """out = x·h, h = ½(1 + tanh u) = 1/(1 + e^(−2u)), u = √(2/π)(x + 0.044715x³) (h = 0 where e^(−2u) = inf)."""
+    xs, outs = x[lo:hi], out[lo:hi]
+    for i in range(xs.shape[0]):
+        v = xs[i]
+        outs[i] = v * (_ONE / (_ONE + _exp(_f(-2.0) * v * (_A + _B * v * v))))
+
+
+@_jit_values
+def _gelu_tanh_grad_values(x, g, out, lo, hi):  # pragma: no cover - compiled
+    """out = g·h·(1 + 2x·u'·(1 − h)), u' = √(2/π)(1 + 3·0.044715x²), with 1 − h = e·h for e = e^(−2u) ≤ 1
+    (no cancellation where h is near 1) and 1 − h itself above (no inf·0 where e overflows)."""
+    xs, gs, outs = x[lo:hi], g[lo:hi], out[lo:hi]
+    for i in range(xs.shape[0]):
+        v = xs[i]
+        s = v * v
+        e = _exp(_f(-2.0) * v * (_A + _B * s))
+        h = _ONE / (_ONE + e)
+        rest = e * h if e <= _ONE else _ONE - h
+        outs[i] = gs[i] * h * (_ONE + _f(2.0) * v * (_A + _f(3.0) * _B * s) * rest)
+
+
+@_jit
+def gelu_forward(x, tanh, out):  # pragma: no cover - compiled
+    """out = GELU(x) on flat float32 arrays; `tanh`: the tanh approximation, else the exact (erf) form."""
+    n = x.shape[0]
+    for c in range(_blocks(n, FLAT)):
+        if tanh:
+            _gelu_tanh_values(x, out, c * FLAT, min(n, (c + 1) * FLAT))
+        else:
+            _gelu_erf_values(x, out, c * FLAT, min(n, (c + 1) * FLAT))
+
+
+@_jit_parallel
+def gelu_forward_parallel(x, tanh, out):  # pragma: no cover - compiled
+    n = x.shape[0]
+    for c in prange(_blocks(n, FLAT)):
+        if tanh:
+            _gelu_tanh_values(x, out, c * FLAT, min(n, (c + 1) * FLAT))
+        else:
+            _gelu_erf_values(x, out, c * FLAT, min(n, (c + 1) * FLAT))
+
+
+@_jit
+def gelu_backward(x, g, tanh, out):  # pragma: no cover - compiled
+    """out = g · GELU'(x) on flat float32 arrays (`out` may be `g`)."""
+    n = x.shape[0]
+    for c in range(_blocks(n, FLAT)):
+        if tanh:
+            _gelu_tanh_grad_values(x, g, out, c * FLAT, min(n, (c + 1) * FLAT))
+        else:
+            _gelu_erf_grad_values(x, g, out, c * FLAT, min(n, (c + 1) * FLAT))
+
+
+@_jit_parallel
+def gelu_backward_parallel(x, g, tanh, out):  # pragma: no cover - compiled
+    n = x.shape[0]
+    for c in prange(_blocks(n, FLAT)):
+        if tanh:
+            _gelu_tanh_grad_values(x, g, out, c * FLAT, min(n, (c + 1) * FLAT))
+        else:
+            _gelu_erf_grad_values(x, g, out, c * FLAT, min(n, (c + 1) * FLAT))

@@ -38,7 +38,7 @@ import numpy as np
 
 from seqlab.errors import ConfigError
 
-__all__ = ["describe", "dropout", "layer_norm_backward", "layer_norm_forward", "library", "set_threads",
+__all__ = ["describe", "dropout", "gelu_backward", "gelu_forward", "layer_norm_backward", "layer_norm_forward", "library", "set_threads",
            "softmax_backward", "softmax_rows", "threads", "use"]
 
 _CHOICES = ("auto", "numpy", "numba")
@@ -248,4 +248,24 @@ def dropout(x, keep, scale, out=None):
         return None
     out = np.empty_like(x) if out is None else out
     _twin(k, "scale_kept", x.size)(x.reshape(-1), keep.reshape(-1), _FLOAT32.type(scale), out.reshape(-1))
+    return out
+
+
+def gelu_forward(x, approximate: str = "none", out=None):
+    """GELU(x) (into `out`, a new array when None): x·Φ(x), or the tanh approximation with approximate='tanh'."""
+    k = _kernels(x)
+    if k is None or (out is not None and (_kernels(out) is None or out.shape != x.shape)):
+        return None
+    out = np.empty_like(x) if out is None else out
+    _twin(k, "gelu_forward", x.size)(x.reshape(-1), approximate == "tanh", out.reshape(-1))
+    return out
+
+
+def gelu_backward(x, grad, approximate: str = "none"):
+    """grad · GELU'(x) as a new array; x and grad the same shape."""
+    k = _kernels(x, grad) if x.shape == grad.shape else None
+    if k is None:
+        return None
+    out = np.empty_like(x)
+    _twin(k, "gelu_backward", x.size)(x.reshape(-1), grad.reshape(-1), approximate == "tanh", out.reshape(-1))
     return out

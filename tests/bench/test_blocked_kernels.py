@@ -1,4 +1,7 @@
-"""The block-by-block kernels (GELU, AdamW) and the allocator setting, held to the plain computations."""
+"""The block-by-block kernels (GELU, AdamW) and the allocator setting, held to the plain computations.
+
+The GELU op's tests run twice (the `row_kernels` fixture): on the NumPy blocks here and on the compiled
+kernels of seqlab.kernels, which take float32 on the CPU when Numba is installed."""
 from __future__ import annotations
 
 import math
@@ -26,7 +29,7 @@ def _gelu_tanh_plain(x, g):
 
 
 @pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-13), (np.float32, 2e-6)])
-def test_gelu_tanh_kernel_equals_the_composed_formula(dtype, rtol):
+def test_gelu_tanh_kernel_equals_the_composed_formula(row_kernels, dtype, rtol):
     rng = np.random.default_rng(0)
     xa = (rng.standard_normal((3, 70_000)) * 3).astype(dtype)  # several blocks, one partial
     ga = rng.standard_normal(xa.shape).astype(dtype)
@@ -51,7 +54,7 @@ def test_gelu_tanh_kernel_equals_the_composed_formula(dtype, rtol):
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
-def test_gelu_inference_keeps_nothing_and_gives_the_same_values(approximate):
+def test_gelu_inference_keeps_nothing_and_gives_the_same_values(row_kernels, approximate):
     xa = np.random.default_rng(1).standard_normal((5, 9)).astype(np.float32)
     with seqlab.no_grad():
         out, fn = A.GELU.apply_with_fn(seqlab.Tensor(xa), approximate=approximate)
@@ -60,7 +63,7 @@ def test_gelu_inference_keeps_nothing_and_gives_the_same_values(approximate):
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
-def test_gelu_keeps_only_its_input_and_output_for_backward(approximate):
+def test_gelu_keeps_only_its_input_and_output_for_backward(row_kernels, approximate):
     """The factor Φ(x) (or h) is recovered from the output in backward, not kept: what the graph holds
     is x and y, and y is the very array the next layer saves."""
     x = seqlab.Tensor(np.random.default_rng(1).standard_normal((5, 9)).astype(np.float32), requires_grad=True)
@@ -71,7 +74,7 @@ def test_gelu_keeps_only_its_input_and_output_for_backward(approximate):
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_gelu_gradient_at_and_near_zero_where_y_over_x_cannot_give_the_factor(approximate, dtype):
+def test_gelu_gradient_at_and_near_zero_where_y_over_x_cannot_give_the_factor(row_kernels, approximate, dtype):
     """x = 0, ±subnormal, ±2^-70 (y = x·h loses h there) and ordinary values: the gradient is the composed one."""
     tiny = np.finfo(dtype).smallest_subnormal
     xa = np.array([0.0, -0.0, tiny, -tiny, 2.0 ** -70, -(2.0 ** -70), 2.0 ** -59, 1e-3, -1e-3, 0.7, -2.5, -40.0],
@@ -90,7 +93,7 @@ def test_gelu_gradient_at_and_near_zero_where_y_over_x_cannot_give_the_factor(ap
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
-def test_gelu_backward_takes_a_non_contiguous_gradient(approximate):
+def test_gelu_backward_takes_a_non_contiguous_gradient(row_kernels, approximate):
     rng = np.random.default_rng(2)
     xa, ga = rng.standard_normal((2, 6, 8)).astype(np.float32), rng.standard_normal((2, 8, 6)).astype(np.float32)
     grads = []

@@ -41,7 +41,7 @@ def test_normal_cdf_float32_any_layout_and_the_gelu_output():
     np.testing.assert_array_equal(g2, g)
 
 
-def test_gelu_float32_equals_the_composed_formula_forward_and_backward():
+def test_gelu_float32_equals_the_composed_formula_forward_and_backward(numpy_kernels):
     rng = np.random.default_rng(2)
     xa = rng.standard_normal((3, 7, 40)).astype(np.float32)
     ga = rng.standard_normal(xa.shape).astype(np.float32)
@@ -58,7 +58,7 @@ def test_gelu_float32_equals_the_composed_formula_forward_and_backward():
     np.testing.assert_array_equal(out.numpy(), y.numpy())
 
 
-def test_gelu_float32_against_torch():
+def test_gelu_float32_against_torch(row_kernels):
     torch = pytest.importorskip("torch")
     x = np.random.default_rng(3).standard_normal(10_000).astype(np.float32) * 4
     ours = F.gelu(seqlab.Tensor(x)).numpy()

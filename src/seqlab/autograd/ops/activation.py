@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from seqlab import kernels
 from seqlab.autograd.function import Function
 from seqlab.backend import CACHE_BLOCK, flat_blocks, xp_of
 from seqlab.mkl import cdf_norm as mkl_cdf_norm
@@ -258,6 +259,8 @@ class GELU(Function):
         out = xp.empty(a.shape, dtype=a.dtype)
         if any(self.needs_input_grad):       # only if a backward will read them
             self.save_for_backward(a, out)
+        if kernels.gelu_forward(a, approximate, out=out) is not None:  # compiled, one pass (seqlab.kernels)
+            return out
         if approximate == "tanh":
             with np.errstate(over="ignore"):  # e^(−2u) = inf far left of 0: h = 0, as it should be
                 run_blocked(_gelu_tanh_forward_block, [a, out], n_scratch=1)
@@ -272,6 +275,9 @@ class GELU(Function):
         x, y = self.saved
         xp = xp_of(x)
         grad = _c_order(grad)
+        fast = kernels.gelu_backward(x, grad, self.approximate)
+        if fast is not None:
+            return (fast,)
         out = xp.empty(x.shape, dtype=x.dtype)
         if self.approximate == "tanh":
             run_blocked(_gelu_tanh_backward_block, [x, y, grad, out], n_scratch=2)
