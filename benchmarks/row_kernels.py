@@ -1,4 +1,4 @@
-"""seqlab's row kernels (Numba) against its NumPy formulas and torch, op by op, forward and backward.
+"""seqlab's compiled kernels (Numba) against its NumPy formulas and torch, op by op, forward and backward.
 
     python benchmarks/row_kernels.py [--repeats 200] [--threads 1]
 
@@ -20,6 +20,7 @@ from _cli import fail, positive_int, run_main
 from elementwise_threads import median_ms
 
 from seqlab import kernels
+from seqlab.autograd.ops.activation import GELU
 from seqlab.autograd.ops.fused import Dropout, LayerNorm, Softmax, softmax_array
 from seqlab.bench.harness import set_threads
 
@@ -76,12 +77,35 @@ def _dropout(rng, shape):
             lambda: xt * mt / 0.9, lambda: torch.from_numpy(g) * mt / 0.9)  # the mask given, as here
 
 
+def _gelu(approximate):
+    def build(rng, shape):
+        import torch
+
+        x, g = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+
+        def forward():
+            op = GELU()
+            op.needs_input_grad = (True,)
+            op.forward(x, approximate)
+            return op
+
+        kept = forward()
+        xt = torch.from_numpy(x).requires_grad_(True)
+        yt = torch.nn.functional.gelu(xt, approximate=approximate)
+        gt = torch.from_numpy(g)
+        return (forward, lambda: kept.backward(g), lambda: torch.nn.functional.gelu(xt, approximate=approximate),
+                lambda: torch.autograd.grad(yt, [xt], gt, retain_graph=True))
+    return build
+
+
 CASES = [  # (op, shape, builder): encoder-train's and gpt-train's sizes
     ("LayerNorm", (2048, 256), _layer_norm),
     ("LayerNorm", (768, 128), _layer_norm),
     ("softmax, causal", (128, 64, 64), _softmax),
     ("softmax, causal", (48, 64, 64), _softmax),
     ("dropout", (2048, 1024), _dropout),
+    ("GELU, exact", (2048, 1024), _gelu("none")),
+    ("GELU, tanh", (768, 512), _gelu("tanh")),
 ]
 
 

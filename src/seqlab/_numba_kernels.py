@@ -2,19 +2,28 @@
 
 Each `_..._rows` function is the loop a textbook would write, for rows lo..hi,
 so a row is read from memory once and its passes run in cache, where NumPy
-makes one pass over the whole array per operation. float32 in, float32 out,
-float32 sums (as NumPy's). `fastmath` here allows only reordering sums into
-SIMD lanes and fusing a multiply and an add ("reassoc", "contract"): results
-match the NumPy path within float32 rounding, −inf and NaN behave as there,
-and divisions stay divisions (so a softmax computed again from its saved row
-statistics is bitwise the forward's). The plain NumPy formulas are in
-seqlab.autograd.ops.fused; tests/test_kernels.py holds each kernel to them.
+makes one pass over the whole array per operation (element-wise kernels,
+`_..._values`, take flat blocks of values the same way). float32 in, float32
+out, float32 sums (as NumPy's). `fastmath` here allows only reordering sums
+into SIMD lanes and fusing a multiply and an add ("reassoc", "contract"):
+results match the NumPy path within float32 rounding, −inf and NaN behave as
+there, and divisions stay divisions (so a softmax computed again from its
+saved row statistics is bitwise the forward's). The plain NumPy formulas are
+in seqlab.autograd.ops.fused and .activation; tests/test_kernels.py holds
+each kernel to them and to float64.
 
-Every kernel comes twice: `name(...)` runs the row blocks one after another,
+The softmax and GELU need e^x inside their loops. NumPy's exp is a whole-array
+pass and Numba's a call to the C library for each value, which stops the loop
+from being vectorised; `_exp` is e^x written out (a power of two from its bits
+times a short series, within 2 ulp), which the compiler inlines and
+vectorises with the rest of the loop.
+
+Every kernel comes twice: `name(...)` runs the blocks one after another,
 `name_parallel(...)` hands them to Numba's thread pool (`prange`). Both cut
-the rows into the same blocks of `ROWS` (`FLAT` values for dropout) and
-LayerNorm's backward sums its per-block partial weight gradients in block
-order, so the two give the same values bitwise, on any number of threads.
+the rows into the same blocks of `ROWS` (`FLAT` values for the element-wise
+kernels) and LayerNorm's backward sums its per-block partial weight gradients
+in block order, so the two give the same values bitwise, on any number of
+threads.
 
 Compiled on first use and cached next to this file (or in Numba's user cache
 folder when that is read-only), so later processes load them in milliseconds.
@@ -31,6 +40,10 @@ FLAT = 1 << 14  # values per block of dropout's flat arrays
 _FAST = {"reassoc", "contract"}
 _jit = njit(cache=True, nogil=True, fastmath=_FAST)
 _jit_parallel = njit(cache=True, nogil=True, fastmath=_FAST, parallel=True)
+# error_model="numpy": a division is a plain division (Numba's default Python model tests every divisor
+# for zero first, and a loop with that test in it is not vectorised)
+_jit_sums = njit(cache=True, nogil=True, fastmath=_FAST, error_model="numpy")
+_jit_sums_parallel = njit(cache=True, nogil=True, fastmath=_FAST, error_model="numpy", parallel=True)
 
 
 @_jit
@@ -132,94 +145,94 @@ def layer_norm_backward_parallel(g, xhat, rstd, w, gx, gw, gb):  # pragma: no co
     _sum_blocks(pb, gb)
 
 
+# ---- e^x, inlined -----------------------------------------------------------------------------
+# Element-wise, so no sums to reorder: "contract" only, which keeps exp's two-part ln 2 below exact
+# (the flags stay with these functions' instructions where they are inlined into a caller's loop).
+_jit_values = njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
+_f = np.float32
+_ONE, _HALF = _f(1.0), _f(0.5)
+_LOG2E = _f(1.4426950408889634)
+_LN2_HI = _f(0.693359375)  # ln 2 = HI + LO with HI's 9 significant bits: k·HI is exact for |k| < 2^15
+_LN2_LO = _f(-2.12194440e-4)
+_EXP_MIN, _EXP_MAX = _f(-87.0), _f(88.0)  # 2^k stays a normal float32 for k in [-126, 127]
+
+
+@intrinsic
+def _float32_from_bits(typingctx, bits):
+    """The float32 whose IEEE 754 bits are the int32 `bits` (a bit cast: no instruction in the loop)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float32))
+
+    return types.float32(types.int32), codegen
+
+
+@_jit_values
+def _exp(v):  # pragma: no cover - compiled
+    """e^v in float32, within 2 ulp for −87 ≤ v ≤ 88; 0 below, inf above, NaN for NaN.
+
+    v = k·ln 2 + r with k an integer and |r| ≤ ½ ln 2, e^r by its Taylor series
+    to r⁷ (the next term is < 5e-9 relative), 2^k built from its bits. NumPy's
+    and Numba's exp are calls the compiler cannot vectorise; this inlines.
+    """
+    under = v < _EXP_MIN
+    over = v > _EXP_MAX
+    w = _EXP_MIN if under else (_EXP_MAX if over else v)
+    k = np.floor(w * _LOG2E + _HALF)
+    r = w - k * _LN2_HI - k * _LN2_LO
+    p = _ONE + r * (_ONE + r * (_HALF + r * (_f(1 / 6) + r * (_f(1 / 24) + r * (_f(1 / 120) + r * (
+        _f(1 / 720) + r * _f(1 / 5040)))))))
+    e = p * _float32_from_bits((np.int32(k) + np.int32(127)) << 23)
+    return _f(0.0) if under else (_f(np.inf) if over else e)
+
+
 # ---- softmax ---------------------------------------------------------------------------------
 
-@_jit
-def _subtract_row_max_rows(s, m, lo, hi):  # pragma: no cover - compiled
-    """Per row: m = max(s) (0 for a row of −inf only), s −= m in place."""
+@_jit_sums
+def _softmax_rows(s, m, t, have_stats, lo, hi):  # pragma: no cover - compiled
+    """Per row, in place: s = e^(s − max) / Σ e^(s − max) (`_exp`), the max and the sum stored in m and t;
+    a row of −inf only gives 0s (max 0, sum 1). `have_stats`: m and t are given and used (no reductions),
+    so the same row gives the same values bitwise."""
     k = s.shape[1]
     for i in range(lo, hi):
-        mx = s[i, 0]
-        for j in range(1, k):
-            v = s[i, j]
-            if v > mx:
-                mx = v
-        if mx == -np.inf:
-            mx = np.float32(0.0)
-        m[i] = mx
-        for j in range(k):
-            s[i, j] -= mx
-
-
-@_jit
-def subtract_row_max(s, m):  # pragma: no cover - compiled
-    """s (N, K), m (N,)."""
-    n = s.shape[0]
-    for c in range(_blocks(n, ROWS)):
-        _subtract_row_max_rows(s, m, c * ROWS, min(n, (c + 1) * ROWS))
-
-
-@_jit_parallel
-def subtract_row_max_parallel(s, m):  # pragma: no cover - compiled
-    n = s.shape[0]
-    for c in prange(_blocks(n, ROWS)):
-        _subtract_row_max_rows(s, m, c * ROWS, min(n, (c + 1) * ROWS))
-
-
-@_jit
-def _subtract_rows_rows(s, m, lo, hi):  # pragma: no cover - compiled
-    """s −= m in place, row by row (the max saved by `subtract_row_max`)."""
-    k = s.shape[1]
-    for i in range(lo, hi):
-        mx = m[i]
-        for j in range(k):
-            s[i, j] -= mx
-
-
-@_jit
-def subtract_rows(s, m):  # pragma: no cover - compiled
-    n = s.shape[0]
-    for c in range(_blocks(n, ROWS)):
-        _subtract_rows_rows(s, m, c * ROWS, min(n, (c + 1) * ROWS))
-
-
-@_jit_parallel
-def subtract_rows_parallel(s, m):  # pragma: no cover - compiled
-    n = s.shape[0]
-    for c in prange(_blocks(n, ROWS)):
-        _subtract_rows_rows(s, m, c * ROWS, min(n, (c + 1) * ROWS))
-
-
-@_jit
-def _divide_by_row_sum_rows(e, t, have_sums, lo, hi):  # pragma: no cover - compiled
-    """Per row: t = Σ e (1 where that is 0: a row of zeros stays 0) unless `have_sums`, then e /= t in place."""
-    k = e.shape[1]
-    for i in range(lo, hi):
-        if have_sums:
+        row = s[i]
+        if have_stats:
+            mx = m[i]
+            for j in range(k):
+                row[j] = _exp(row[j] - mx)
             total = t[i]
         else:
-            total = np.float32(0.0)
+            mx = row[0]
+            for j in range(1, k):
+                if row[j] > mx:
+                    mx = row[j]
+            if mx == -np.inf:
+                mx = _f(0.0)
+            m[i] = mx
+            total = _f(0.0)
             for j in range(k):
-                total += e[i, j]
+                e = _exp(row[j] - mx)
+                row[j] = e
+                total += e
             if total == 0:
-                total = np.float32(1.0)
+                total = _ONE
             t[i] = total
         for j in range(k):
-            e[i, j] /= total
+            row[j] /= total
 
 
-@_jit
-def divide_by_row_sum(e, t, have_sums):  # pragma: no cover - compiled
-    n = e.shape[0]
+@_jit_sums
+def softmax(s, m, t, have_stats):  # pragma: no cover - compiled
+    """s (N, K) in place; m, t (N,)."""
+    n = s.shape[0]
     for c in range(_blocks(n, ROWS)):
-        _divide_by_row_sum_rows(e, t, have_sums, c * ROWS, min(n, (c + 1) * ROWS))
+        _softmax_rows(s, m, t, have_stats, c * ROWS, min(n, (c + 1) * ROWS))
 
 
-@_jit_parallel
-def divide_by_row_sum_parallel(e, t, have_sums):  # pragma: no cover - compiled
-    n = e.shape[0]
+@_jit_sums_parallel
+def softmax_parallel(s, m, t, have_stats):  # pragma: no cover - compiled
+    n = s.shape[0]
     for c in prange(_blocks(n, ROWS)):
-        _divide_by_row_sum_rows(e, t, have_sums, c * ROWS, min(n, (c + 1) * ROWS))
+        _softmax_rows(s, m, t, have_stats, c * ROWS, min(n, (c + 1) * ROWS))
 
 
 @_jit
@@ -274,16 +287,6 @@ def scale_kept_parallel(x, keep, scale, out):  # pragma: no cover - compiled
 
 
 # ---- GELU ------------------------------------------------------------------------------------
-# Element-wise, so no sums to reorder: "contract" only, which keeps exp's two-part ln 2 below exact.
-# error_model="numpy": a division is a plain division (Numba's default Python model tests every divisor
-# for zero first, and a loop with that test is not vectorised).
-_jit_values = njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
-_f = np.float32
-_ONE, _HALF = _f(1.0), _f(0.5)
-_LOG2E = _f(1.4426950408889634)
-_LN2_HI = _f(0.693359375)  # ln 2 = HI + LO with HI's 9 significant bits: k·HI is exact for |k| < 2^15
-_LN2_LO = _f(-2.12194440e-4)
-_EXP_MIN, _EXP_MAX = _f(-87.0), _f(88.0)  # 2^k stays a normal float32 for k in [-126, 127]
 # Φ(x) ≈ ½(1 + tanh(x·P(x²))) = 1/(1 + e^(−2x·P(x²))), |x| ≤ _CDF_CLIP: the coefficients of P and the clip
 # are seqlab.autograd.ops.activation's _TANH_CDF and _TANH_CLIP (a test holds them equal; repeated here
 # because Numba's cache would not notice a change made in another file)
@@ -294,34 +297,6 @@ _CDF_CLIP = _f(6.5)
 _INV_SQRT_2PI = _f(0.3989422804014327)
 _A = _f(0.7978845608028654)  # √(2/π): tanh GELU's u = x·(A + B·x²)
 _B = _f(0.7978845608028654 * 0.044715)
-
-
-@intrinsic
-def _float32_from_bits(typingctx, bits):
-    """The float32 whose IEEE 754 bits are the int32 `bits` (a bit cast: no instruction in the loop)."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float32))
-
-    return types.float32(types.int32), codegen
-
-
-@_jit_values
-def _exp(v):  # pragma: no cover - compiled
-    """e^v in float32, within 2 ulp for −87 ≤ v ≤ 88; 0 below, inf above, NaN for NaN.
-
-    v = k·ln 2 + r with k an integer and |r| ≤ ½ ln 2, e^r by its Taylor series
-    to r⁷ (the next term is < 5e-9 relative), 2^k built from its bits. NumPy's
-    and Numba's exp are calls the compiler cannot vectorise; this inlines.
-    """
-    under = v < _EXP_MIN
-    over = v > _EXP_MAX
-    w = _EXP_MIN if under else (_EXP_MAX if over else v)
-    k = np.floor(w * _LOG2E + _HALF)
-    r = w - k * _LN2_HI - k * _LN2_LO
-    p = _ONE + r * (_ONE + r * (_HALF + r * (_f(1 / 6) + r * (_f(1 / 24) + r * (_f(1 / 120) + r * (
-        _f(1 / 720) + r * _f(1 / 5040)))))))
-    e = p * _float32_from_bits((np.int32(k) + np.int32(127)) << 23)
-    return _f(0.0) if under else (_f(np.inf) if over else e)
 
 
 @_jit_values

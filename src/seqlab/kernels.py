@@ -1,12 +1,13 @@
-"""Compiled row kernels on the CPU (optional): LayerNorm, the softmax's row passes and dropout.
+"""Compiled kernels on the CPU (optional): LayerNorm, the softmax, dropout and GELU.
 
 NumPy runs one operation at a time over the whole array: LayerNorm's forward
 is five passes through memory (row sums, x − μ, squares summed, ·r, ·w + b)
-where torch's kernel makes one. With Numba installed (``pip install
-'seqlab[numba]'``), seqlab runs these few element-wise steps as the loops in
-`seqlab._numba_kernels`, a row at a time in cache: on the Xeon in
-docs/results.md LayerNorm's forward and backward at encoder-train's size take
-~1/4 and ~1/6 of the NumPy time, the softmax's ~1/2 (benchmarks/row_kernels.py). Everything else, and
+where torch's kernel makes one, and GELU's backward ten. With Numba installed
+(``pip install 'seqlab[numba]'``), seqlab runs these element-wise steps as the
+loops in `seqlab._numba_kernels`, a row (or a block of values) at a time in
+cache: on the Xeon in docs/results.md LayerNorm's forward and backward at
+encoder-train's size take ~1/4 and ~1/6 of the NumPy time, the softmax's
+~1/2, GELU's ~1/3 to ~1/5 (benchmarks/row_kernels.py). Everything else, and
 every other dtype and array library, stays NumPy.
 
 On more than one thread (`seqlab.blas.set_blas_threads`, ``--threads``, or
@@ -218,13 +219,10 @@ def softmax_rows(s, stats: tuple | None = None, in_place: bool = True):
     if stats is None:
         m = np.empty(s2.shape[0], _FLOAT32)
         total = np.empty(s2.shape[0], _FLOAT32)
-        _twin(k, "subtract_row_max", s2.size)(s2, m)
     else:
         m = np.ascontiguousarray(stats[0], dtype=_FLOAT32).reshape(-1)
         total = np.ascontiguousarray(stats[1], dtype=_FLOAT32).reshape(-1)
-        _twin(k, "subtract_rows", s2.size)(s2, m)
-    np.exp(s2, out=s2)  # NumPy's SIMD exp (Numba's would call libm once per value)
-    _twin(k, "divide_by_row_sum", s2.size)(s2, total, stats is not None)
+    _twin(k, "softmax", s2.size)(s2, m, total, stats is not None)
     return s, (m.reshape(keep), total.reshape(keep))
 
 
