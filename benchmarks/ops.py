@@ -114,11 +114,11 @@ NOTES = """How to read it: a ratio below 1 means seqlab is faster. The machine t
 shared (its load average is printed with each table), so single figures move by up to 2x between
 runs; the ratio of the alternating medians is the figure to compare. Where seqlab is slower the op
 is a chain of element-wise steps that PyTorch fuses into one loop, while NumPy makes one pass over
-memory per step (exact-erf GELU, whose Φ costs ~20 NumPy passes; softmax and layer_norm too when
-Numba is not installed). What seqlab already does about it, each held to the plain version by a
-test: with Numba, layer_norm, the softmax's row passes and dropout run as compiled row kernels
-(`seqlab.kernels`, one sweep per row in cache); with MKL, float32 products go to its sgemm and
-GELU's Φ to its vector math (`seqlab.mkl`); batched @ 2-D matrices go
+memory per step (when Numba is not installed: exact-erf GELU, whose Φ costs ~20 NumPy passes,
+softmax and layer_norm). What seqlab already does about it, each held to the plain version by a
+test: with Numba, layer_norm, the softmax, GELU and dropout run as compiled kernels
+(`seqlab.kernels`, one sweep per row or block in cache, e^x inlined); with MKL, float32 products
+go to its sgemm, and without Numba GELU's Φ to its vector math (`seqlab.mkl`); batched @ 2-D matrices go
 through one 2-D GEMM (NumPy's stacked matmul misses BLAS there, 30x slower); the embedding
 gradient is a sparse one-hot product instead of `np.add.at` (15x); float32 Φ uses a
 fitted tanh form ½(1 + tanh(x·P(x²))) instead of SciPy's erf (about 5x); row sums go through einsum, not BLAS gemv
