@@ -5,9 +5,9 @@ is five passes through memory (row sums, x − μ, squares summed, ·r, ·w + b)
 where torch's kernel makes one, and GELU's backward ten. With Numba installed
 (``pip install 'seqlab[numba]'``), seqlab runs these element-wise steps as the
 loops in `seqlab._numba_kernels`, a row (or a block of values) at a time in
-cache: on the Xeon in docs/results.md LayerNorm's forward and backward at
-encoder-train's size take ~1/4 and ~1/6 of the NumPy time, the softmax's
-~1/2, GELU's ~1/3 to ~1/5 (benchmarks/row_kernels.py). Everything else, and
+cache: on the machines in docs/results.md LayerNorm's forward and backward at
+encoder-train's size take ~1/4 of the NumPy time, the softmax's ~1/2 to
+~1/3, GELU's ~1/3 to ~1/5 (benchmarks/row_kernels.py). Everything else, and
 every other dtype and array library, stays NumPy.
 
 On more than one thread (`seqlab.blas.set_blas_threads`, ``--threads``, or
@@ -39,8 +39,8 @@ import numpy as np
 
 from seqlab.errors import ConfigError
 
-__all__ = ["describe", "dropout", "gelu_backward", "gelu_forward", "layer_norm_backward", "layer_norm_forward", "library", "set_threads",
-           "softmax_backward", "softmax_rows", "threads", "use"]
+__all__ = ["describe", "dropout", "gelu_backward", "gelu_forward", "layer_norm_backward", "layer_norm_forward",
+           "library", "set_threads", "softmax_backward", "softmax_rows", "threads", "use"]
 
 _CHOICES = ("auto", "numpy", "numba")
 _FLOAT32 = np.dtype(np.float32)
