@@ -351,24 +351,34 @@ def _gelu_tanh_grad_values(x, g, out, lo, hi):  # pragma: no cover - compiled
 
 
 @_jit
+def _gelu_forward_block(x, tanh, out, lo, hi):  # pragma: no cover - compiled
+    if tanh:
+        _gelu_tanh_values(x, out, lo, hi)
+    else:
+        _gelu_erf_values(x, out, lo, hi)
+
+
+@_jit
+def _gelu_backward_block(x, g, tanh, out, lo, hi):  # pragma: no cover - compiled
+    if tanh:
+        _gelu_tanh_grad_values(x, g, out, lo, hi)
+    else:
+        _gelu_erf_grad_values(x, g, out, lo, hi)
+
+
+@_jit
 def gelu_forward(x, tanh, out):  # pragma: no cover - compiled
     """out = GELU(x) on flat float32 arrays; `tanh`: the tanh approximation, else the exact (erf) form."""
     n = x.shape[0]
     for c in range(_blocks(n, FLAT)):
-        if tanh:
-            _gelu_tanh_values(x, out, c * FLAT, min(n, (c + 1) * FLAT))
-        else:
-            _gelu_erf_values(x, out, c * FLAT, min(n, (c + 1) * FLAT))
+        _gelu_forward_block(x, tanh, out, c * FLAT, min(n, (c + 1) * FLAT))
 
 
 @_jit_parallel
 def gelu_forward_parallel(x, tanh, out):  # pragma: no cover - compiled
     n = x.shape[0]
     for c in prange(_blocks(n, FLAT)):
-        if tanh:
-            _gelu_tanh_values(x, out, c * FLAT, min(n, (c + 1) * FLAT))
-        else:
-            _gelu_erf_values(x, out, c * FLAT, min(n, (c + 1) * FLAT))
+        _gelu_forward_block(x, tanh, out, c * FLAT, min(n, (c + 1) * FLAT))
 
 
 @_jit
@@ -376,17 +386,11 @@ def gelu_backward(x, g, tanh, out):  # pragma: no cover - compiled
     """out = g · GELU'(x) on flat float32 arrays (`out` may be `g`)."""
     n = x.shape[0]
     for c in range(_blocks(n, FLAT)):
-        if tanh:
-            _gelu_tanh_grad_values(x, g, out, c * FLAT, min(n, (c + 1) * FLAT))
-        else:
-            _gelu_erf_grad_values(x, g, out, c * FLAT, min(n, (c + 1) * FLAT))
+        _gelu_backward_block(x, g, tanh, out, c * FLAT, min(n, (c + 1) * FLAT))
 
 
 @_jit_parallel
 def gelu_backward_parallel(x, g, tanh, out):  # pragma: no cover - compiled
     n = x.shape[0]
     for c in prange(_blocks(n, FLAT)):
-        if tanh:
-            _gelu_tanh_grad_values(x, g, out, c * FLAT, min(n, (c + 1) * FLAT))
-        else:
-            _gelu_erf_grad_values(x, g, out, c * FLAT, min(n, (c + 1) * FLAT))
+        _gelu_backward_block(x, g, tanh, out, c * FLAT, min(n, (c + 1) * FLAT))
