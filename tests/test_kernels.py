@@ -135,6 +135,54 @@ def test_dropout_is_bitwise_the_numpy_formula(on):
     np.testing.assert_array_equal(x, want)
 
 
+def test_keep_mask_kernel_is_bitwise_the_numpy_formula(on):
+    from seqlab import random as R
+
+    for n in (0, 1, 2, 3, 1000, 2 * (1 << 14) + 1, 5 * (1 << 14) + 6):
+        for key, threshold in ((0, 0), (2**64 - 1, 2**32 - 1), (987654321, R.keep_threshold(0.1))):
+            got = kernels.keep_mask(n, key, threshold)
+            assert got.dtype == np.bool_ and got.shape == (n,)
+            np.testing.assert_array_equal(got, R.splitmix_keep(n, key, threshold))
+    assert kernels.keep_mask(10, 1, 0).all()  # every draw is >= 0
+
+
+@pytest.mark.parametrize("decoupled", [True, False])
+@pytest.mark.parametrize("weight_decay", [0.0, 0.05])
+def test_adam_kernel_is_bitwise_the_numpy_update(decoupled, weight_decay):
+    from seqlab.optim import Adam, AdamW
+
+    def train(path):
+        kernels.use(path)
+        r = np.random.default_rng(4)
+        params = [seqlab.Tensor(r.standard_normal(s).astype(np.float32), requires_grad=True)
+                  for s in [(40, 300), (7,), (3 * (1 << 14) + 1,)]]  # the last: several blocks, one short
+        params[1].data[:3] = [np.inf, -0.0, 1e-30]
+        opt = (AdamW if decoupled else Adam)(params, lr=0.01, weight_decay=weight_decay)
+        for step in range(3):
+            for p in params:
+                p.grad = r.standard_normal(p.shape).astype(np.float32) * 10.0 ** (step - 1)
+            params[1].grad[3:5] = [np.nan, 0.0]
+            with np.errstate(invalid="ignore"):  # inf/inf = NaN where Adam's L2 term meets θ = inf
+                opt.step()
+        kernels.use(None)
+        return [a for p in params for a in (p.data, opt.state[id(p)]["exp_avg"], opt.state[id(p)]["exp_avg_sq"])]
+
+    compiled, plain = train("numba"), train("numpy")
+    for a, b in zip(compiled, plain):
+        np.testing.assert_array_equal(a, b)
+    assert np.isnan(compiled[3][3]) and np.isposinf(compiled[3][0]) == (not (weight_decay and not decoupled))
+
+
+def test_adam_kernel_takes_only_float32_arrays_of_one_shape(on):
+    p, g = f32(4, 3), f32(4, 3)
+    consts = (1.0, 0.0, 0.1, 0.999, 0.001, 1.0, 1e-8, 0.001)
+    assert not kernels.adam(p, g.T.copy().T, p.copy(), p.copy(), consts)  # a transposed gradient: NumPy's loop
+    assert not kernels.adam(p.astype(np.float64), g.astype(np.float64), p, p, consts)
+    assert not kernels.adam(p, g.reshape(3, 4), p.copy(), p.copy(), consts)
+    kernels.use("numpy")
+    assert not kernels.adam(p, g, p.copy(), p.copy(), consts)
+
+
 def gelu_reference(x, approximate):
     """(GELU(x), GELU'(x)) in float64."""
     from scipy.special import ndtr
@@ -252,6 +300,12 @@ def test_parallel_twins_give_the_same_values_bitwise(two_threads, monkeypatch):
 
     x, g, w, b = f32(100, 48), f32(100, 48), f32(48), f32(48)  # 4 blocks of rows, the last one short
     keep = rng.random(x.shape) > 0.5
+    big = f32(3 * (1 << 14) + 5)  # 4 blocks, the last one short
+
+    def adam_step():
+        p, m, v = big.copy(), big * 0.1, big * big
+        assert kernels.adam(p, big[::-1].copy(), m, v, (0.99, 0.0, 0.1, 0.999, 0.001, 0.3, 1e-8, 0.01))
+        return p, m, v
 
     def every_kernel():
         y, xhat, r = kernels.layer_norm_forward(x, w, b, 1e-5)
@@ -259,11 +313,11 @@ def test_parallel_twins_give_the_same_values_bitwise(two_threads, monkeypatch):
         s, stats = kernels.softmax_rows(x.copy())
         again, _ = kernels.softmax_rows(x.copy(), stats=stats)
         return (y, xhat, r, *grads, s, *stats, again, kernels.softmax_backward(g, s), kernels.dropout(x, keep, 3.0),
-                *(f(*a, approximate=m) for m in ("none", "tanh")
+                kernels.keep_mask(3 * (1 << 14) * 2 + 1, 2**64 - 5, 2**31), *adam_step(), *(f(*a, approximate=m) for m in ("none", "tanh")
                   for f, a in ((kernels.gelu_forward, (x,)), (kernels.gelu_backward, (x, g)))))
 
     twins = {n for n in dir(compiled) if n.endswith("_parallel") and not n.startswith("_")}
-    assert len(twins) == 7
+    assert len(twins) == 9
     called = set()
     for name in twins:
         real = getattr(compiled, name)
@@ -402,7 +456,7 @@ def test_the_ops_really_call_the_kernels(on, monkeypatch):
 
     called = set()
     names = {"layer_norm_forward", "layer_norm_backward", "softmax", "softmax_backward", "scale_kept",
-             "gelu_forward", "gelu_backward"}
+             "gelu_forward", "gelu_backward", "keep_mask"}
     for name in names:
         real = getattr(compiled, name)
         monkeypatch.setattr(compiled, name, lambda *a, _real=real, _name=name: (called.add(_name), _real(*a))[1])

@@ -286,6 +286,58 @@ def scale_kept_parallel(x, keep, scale, out):  # pragma: no cover - compiled
         _scale_kept_values(x, keep, scale, out, c * FLAT, min(n, (c + 1) * FLAT))
 
 
+# ---- dropout's keep masks: SplitMix64 words of a counter (seqlab.random's module docstring) ----------
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_S27, _S30, _S31, _S32 = np.uint64(27), np.uint64(30), np.uint64(31), np.uint64(32)
+_LOW32 = np.uint64(0xFFFFFFFF)
+
+
+@_jit
+def _splitmix(z):  # pragma: no cover - compiled
+    """SplitMix64's output mix of the state z (all arithmetic modulo 2⁶⁴)."""
+    z = (z ^ (z >> _S30)) * _MIX1
+    z = (z ^ (z >> _S27)) * _MIX2
+    return z ^ (z >> _S31)
+
+
+@_jit
+def _keep_words(key, threshold, out, lo, hi):  # pragma: no cover - compiled
+    """Words lo..hi of the mask keyed by `key`: out[2j] and out[2j + 1] = its low and high 32 bits ≥ threshold."""
+    o = out[2 * lo:2 * hi]  # a slice: the loop runs from 0, which LLVM vectorises
+    base = key + np.uint64(lo) * _GAMMA
+    for j in range(hi - lo):
+        z = _splitmix(base + np.uint64(j + 1) * _GAMMA)
+        o[2 * j] = np.uint32(z & _LOW32) >= threshold
+        o[2 * j + 1] = np.uint32(z >> _S32) >= threshold
+
+
+@_jit
+def _keep_last(key, threshold, out):  # pragma: no cover - compiled
+    """An odd-sized mask's last element: the low half of one more word."""
+    n = out.shape[0]
+    if n % 2:
+        out[n - 1] = np.uint32(_splitmix(key + np.uint64(n // 2 + 1) * _GAMMA) & _LOW32) >= threshold
+
+
+@_jit
+def keep_mask(key, threshold, out):  # pragma: no cover - compiled
+    """out (bool, flat) = the mask keyed by `key` (uint64), kept where a draw ≥ `threshold` (uint32)."""
+    w = out.shape[0] // 2
+    for c in range(_blocks(w, FLAT)):
+        _keep_words(key, threshold, out, c * FLAT, min(w, (c + 1) * FLAT))
+    _keep_last(key, threshold, out)
+
+
+@_jit_parallel
+def keep_mask_parallel(key, threshold, out):  # pragma: no cover - compiled
+    w = out.shape[0] // 2
+    for c in prange(_blocks(w, FLAT)):
+        _keep_words(key, threshold, out, c * FLAT, min(w, (c + 1) * FLAT))
+    _keep_last(key, threshold, out)
+
+
 # ---- GELU ------------------------------------------------------------------------------------
 # Φ(x) ≈ ½(1 + tanh(x·P(x²))) = 1/(1 + e^(−2x·P(x²))), |x| ≤ _CDF_CLIP: the coefficients of P and the clip
 # are seqlab.autograd.ops.activation's _TANH_CDF and _TANH_CLIP (a test holds them equal; repeated here
@@ -394,3 +446,41 @@ def gelu_backward_parallel(x, g, tanh, out):  # pragma: no cover - compiled
     n = x.shape[0]
     for c in prange(_blocks(n, FLAT)):
         _gelu_backward_block(x, g, tanh, out, c * FLAT, min(n, (c + 1) * FLAT))
+
+
+# ---- Adam / AdamW ----------------------------------------------------------------------------
+# no fastmath at all: each value goes through the NumPy path's float32 operations in its order, unfused,
+# so the update is bitwise seqlab.optim.Adam's NumPy formula
+_jit_exact = njit(cache=True, nogil=True, error_model="numpy")
+_jit_exact_parallel = njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+
+
+@_jit_exact
+def _adam_values(p, g, m, v, c, lo, hi):  # pragma: no cover - compiled
+    """One Adam(W) step on values lo..hi, in place. c = float32 (decay, l2, 1 − β1, β2, 1 − β2, √(1 − β2ᵗ),
+    eps, lr/(1 − β1ᵗ)): decay multiplies θ first (AdamW; 1 for none), l2 adds l2·θ to the gradient (Adam)."""
+    ps, gs, ms, vs = p[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi]  # slices: loops from 0 vectorise
+    decay, l2, one_b1, b2, one_b2, bc2, eps, step = c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
+    for i in range(ps.shape[0]):
+        x = ps[i] * decay
+        gi = gs[i] + l2 * ps[i] if l2 != 0 else gs[i]  # the branch is the same for every i: hoisted
+        mi = ms[i] + (gi - ms[i]) * one_b1
+        vi = vs[i] * b2 + (gi * gi) * one_b2
+        ms[i] = mi
+        vs[i] = vi
+        ps[i] = x - (mi / (np.sqrt(vi) / bc2 + eps)) * step
+
+
+@_jit_exact
+def adam(p, g, m, v, c):  # pragma: no cover - compiled
+    """Flat float32 parameter, gradient, m and v; `c` as `_adam_values` takes it."""
+    n = p.shape[0]
+    for b in range(_blocks(n, FLAT)):
+        _adam_values(p, g, m, v, c, b * FLAT, min(n, (b + 1) * FLAT))
+
+
+@_jit_exact_parallel
+def adam_parallel(p, g, m, v, c):  # pragma: no cover - compiled
+    n = p.shape[0]
+    for b in prange(_blocks(n, FLAT)):
+        _adam_values(p, g, m, v, c, b * FLAT, min(n, (b + 1) * FLAT))

@@ -1,4 +1,4 @@
-"""Compiled kernels on the CPU (optional): LayerNorm, the softmax, dropout and GELU.
+"""Compiled kernels on the CPU (optional): LayerNorm, the softmax, dropout, GELU and Adam.
 
 NumPy runs one operation at a time over the whole array: LayerNorm's forward
 is five passes through memory (row sums, x − μ, squares summed, ·r, ·w + b)
@@ -39,8 +39,8 @@ import numpy as np
 
 from seqlab.errors import ConfigError
 
-__all__ = ["describe", "dropout", "gelu_backward", "gelu_forward", "layer_norm_backward", "layer_norm_forward",
-           "library", "set_threads", "softmax_backward", "softmax_rows", "threads", "use"]
+__all__ = ["adam", "describe", "dropout", "gelu_backward", "gelu_forward", "keep_mask", "layer_norm_backward",
+           "layer_norm_forward", "library", "set_threads", "softmax_backward", "softmax_rows", "threads", "use"]
 
 _CHOICES = ("auto", "numpy", "numba")
 _FLOAT32 = np.dtype(np.float32)
@@ -246,6 +246,29 @@ def dropout(x, keep, scale, out=None):
         return None
     out = np.empty_like(x) if out is None else out
     _twin(k, "scale_kept", x.size)(x.reshape(-1), keep.reshape(-1), _FLOAT32.type(scale), out.reshape(-1))
+    return out
+
+
+def adam(p, g, m, v, consts) -> bool:
+    """One Adam(W) step on float32 arrays of one shape, in place; False (nothing done) when not theirs to take.
+
+    `consts` = (decay, l2, 1 − β1, β2, 1 − β2, √(1 − β2ᵗ), eps, lr/(1 − β1ᵗ)) as `seqlab.optim.Adam` makes them.
+    """
+    k = _kernels(p, g, m, v) if p.shape == g.shape == m.shape == v.shape else None
+    if k is None:
+        return False
+    _twin(k, "adam", p.size)(p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1),
+                             np.asarray(consts, dtype=_FLOAT32))
+    return True
+
+
+def keep_mask(n: int, key: int, threshold: int):
+    """Dropout's keep mask of n values keyed by `key` (`seqlab.random.keep_mask`), as a flat bool array."""
+    k = _module()
+    if k is None:
+        return None
+    out = np.empty(n, dtype=np.bool_)
+    _twin(k, "keep_mask", n)(np.uint64(key), np.uint32(threshold), out)
     return out
 
 

@@ -135,6 +135,49 @@ def test_keep_mask_is_bernoulli_and_seeded():
     assert seqlab.random.get_state() == state
 
 
+def splitmix64_reference(n, key, threshold):
+    """The documented mask (seqlab.random), one Python integer at a time: word j = mix(key + (j + 1)·γ)."""
+    mask, full = [], 2**64 - 1
+    for j in range((n + 1) // 2):
+        z = (key + (j + 1) * 0x9E3779B97F4A7C15) & full
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & full
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & full
+        z ^= z >> 31
+        mask += [(z & 0xFFFFFFFF) >= threshold, (z >> 32) >= threshold]  # low half, then high half
+    return np.array(mask[:n], dtype=bool)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 64])
+def test_keep_mask_is_splitmix64_keyed_by_one_word_of_the_generator(n, row_kernels):
+    threshold = seqlab.random.keep_threshold(0.3)
+    assert threshold == round(0.3 * 2**32)
+    for key in (0, 12345, 2**64 - 1):  # the counter wraps modulo 2^64 at the last one
+        np.testing.assert_array_equal(seqlab.random.splitmix_keep(n, key, threshold),
+                                      splitmix64_reference(n, key, threshold))
+    gen = np.random.default_rng(8)
+    key = int(np.random.default_rng(8).bit_generator.random_raw())  # what the mask will take
+    mask = F._keep_mask(np, (n,), 0.3, np.float32, gen)
+    np.testing.assert_array_equal(mask, splitmix64_reference(n, key, threshold))
+    assert int(gen.bit_generator.random_raw()) == int(np.random.default_rng(8).bit_generator.random_raw(2)[1])
+
+
+def test_keep_mask_chunks_and_consecutive_masks_are_independent(row_kernels):
+    # 3 NumPy chunks (and compiled blocks) and an odd tail: the chunk joins keep the counter running
+    n = 2 * 3 * (1 << 14) + 3
+    np.testing.assert_array_equal(seqlab.random.splitmix_keep(n, 77, 2**31)[-9:],
+                                  splitmix64_reference(n, 77, 2**31)[-9:])
+    np.testing.assert_array_equal(seqlab.random.splitmix_keep(n, 77, 2**31)[2 * (1 << 14) - 4:2 * (1 << 14) + 4],
+                                  splitmix64_reference(2 * (1 << 14) + 4, 77, 2**31)[-8:])
+    seqlab.manual_seed(3)
+    a, b = (F._keep_mask(np, (400, 500), 0.5, np.float32).astype(float) for _ in range(2))
+    sd = math.sqrt(0.25 / a.size)
+    assert abs(a.mean() - 0.5) < 5 * sd and abs(b.mean() - 0.5) < 5 * sd
+    # agreement of two independent fair masks is 1/2; of neighbours within a mask too
+    assert abs((a == b).mean() - 0.5) < 5 * sd
+    assert abs((a[:, 1:] == a[:, :-1]).mean() - 0.5) < 5 * sd
+    assert abs((a[1:] == a[:-1]).mean() - 0.5) < 5 * sd
+
+
 def test_attention_dropout_mask_is_bool_and_drop_is_keep_over_one_minus_p():
     q = seqlab.Tensor(np.random.default_rng(6).standard_normal((2, 5, 4)), requires_grad=True)
     seqlab.manual_seed(1)

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from seqlab import kernels
 from seqlab.backend import CACHE_BLOCK, flat_blocks, xp_of
 from seqlab.optim.optimizer import Optimizer
 
@@ -41,6 +42,8 @@ class Adam(Optimizer):
                 state["step"] += 1
                 t = state["step"]
                 consts = (lr, b1, b2, eps, wd, 1 - b1 ** t, math.sqrt(1 - b2 ** t))
+                if kernels.adam(p.data, p.grad, state["exp_avg"], state["exp_avg_sq"], self._kernel_consts(*consts)):
+                    continue  # compiled: the formula below in one pass, bitwise (seqlab.kernels)
                 for pb, gb, mb, vb in _blocks(p.data, p.grad, state["exp_avg"], state["exp_avg_sq"]):
                     self._update(pb, gb, mb, vb, self._scratch(mb), *consts)
 
@@ -65,6 +68,12 @@ class Adam(Optimizer):
         xp.divide(m, tmp, out=tmp)
         tmp *= lr / bc1
         p -= tmp
+
+    def _kernel_consts(self, lr, b1, b2, eps, wd, bc1, bc2_sqrt) -> tuple:
+        """`_update`'s constants as `seqlab.kernels.adam` takes them."""
+        decay = 1 - lr * wd if wd and self.decoupled else 1.0
+        l2 = wd if not self.decoupled else 0.0
+        return (decay, l2, 1 - b1, b2, 1 - b2, bc2_sqrt, eps, lr / bc1)
 
     def _scratch(self, like):
         """A temporary shaped like `like`, cut from one flat buffer shared by all parameters."""
