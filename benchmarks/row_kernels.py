@@ -2,7 +2,8 @@
 
     python benchmarks/row_kernels.py [--repeats 200] [--threads 1]
 
-For each op and shape: the median microseconds of seqlab's op with the
+For each op and shape (and the dropout mask's draw and an AdamW step): the
+median microseconds of seqlab's op with the
 kernels off (`seqlab.kernels.use("numpy")`: the NumPy formulas), with them on
 (`use("numba")`), and of torch's own op, all on the same float32 inputs in one
 process, forward and backward timed apart (torch's backward as its
@@ -22,6 +23,7 @@ from elementwise_threads import median_ms
 from seqlab import kernels
 from seqlab.autograd.ops.activation import GELU
 from seqlab.autograd.ops.fused import Dropout, LayerNorm, Softmax, softmax_array
+from seqlab.functional import _keep_mask
 from seqlab.bench.harness import set_threads
 
 
@@ -45,8 +47,9 @@ def _layer_norm(rng, shape):
     lt = torch.nn.LayerNorm(shape[-1])
     yt = lt(xt)
     gt = torch.from_numpy(g)
-    return (forward, lambda: kept.backward(g),
-            lambda: lt(xt), lambda: torch.autograd.grad(yt, [xt, *lt.parameters()], gt, retain_graph=True))
+    return [("forward", forward, lambda: lt(xt)),
+            ("backward", lambda: kept.backward(g),
+             lambda: torch.autograd.grad(yt, [xt, *lt.parameters()], gt, retain_graph=True))]
 
 
 def _softmax(rng, shape):
@@ -60,8 +63,8 @@ def _softmax(rng, shape):
     xt = torch.from_numpy(x).requires_grad_(True)
     yt = torch.softmax(xt, -1)
     gt = torch.from_numpy(g)
-    return (lambda: softmax_array(x.copy(), -1, overwrite=True), lambda: op.backward(g),
-            lambda: torch.softmax(xt, -1), lambda: torch.autograd.grad(yt, [xt], gt, retain_graph=True))
+    return [("forward", lambda: softmax_array(x.copy(), -1, overwrite=True), lambda: torch.softmax(xt, -1)),
+            ("backward", lambda: op.backward(g), lambda: torch.autograd.grad(yt, [xt], gt, retain_graph=True))]
 
 
 def _dropout(rng, shape):
@@ -73,8 +76,30 @@ def _dropout(rng, shape):
     op.forward(x, keep, p=0.1)
     mt = torch.from_numpy(keep)
     xt = torch.from_numpy(x)
-    return (lambda: Dropout().forward(x, keep, p=0.1), lambda: op.backward(g),
-            lambda: xt * mt / 0.9, lambda: torch.from_numpy(g) * mt / 0.9)  # the mask given, as here
+    return [("forward", lambda: Dropout().forward(x, keep, p=0.1), lambda: xt * mt / 0.9),  # the mask given
+            ("backward", lambda: op.backward(g), lambda: torch.from_numpy(g) * mt / 0.9)]
+
+
+def _dropout_mask(rng, shape):
+    """Drawing the keep mask: seqlab's SplitMix64 words against torch dropout's `bernoulli_`."""
+    import torch
+
+    return [("draw", lambda: _keep_mask(np, shape, 0.1, np.float32), lambda: torch.empty(shape).bernoulli_(0.9))]
+
+
+def _adamw(rng, shape):
+    """One AdamW step on a parameter of `shape` (encoder-train's embedding), torch's default implementation."""
+    import torch
+
+    import seqlab
+    from seqlab.optim import AdamW
+
+    p = seqlab.Tensor(rng.standard_normal(shape).astype(np.float32), requires_grad=True)
+    p.grad = rng.standard_normal(shape).astype(np.float32) * 1e-3
+    pt = torch.nn.Parameter(torch.from_numpy(p.data.copy()))
+    pt.grad = torch.from_numpy(p.grad.copy())
+    opt, topt = AdamW([p], lr=1e-4), torch.optim.AdamW([pt], lr=1e-4)
+    return [("update", opt.step, topt.step)]
 
 
 def _gelu(approximate):
@@ -93,8 +118,8 @@ def _gelu(approximate):
         xt = torch.from_numpy(x).requires_grad_(True)
         yt = torch.nn.functional.gelu(xt, approximate=approximate)
         gt = torch.from_numpy(g)
-        return (forward, lambda: kept.backward(g), lambda: torch.nn.functional.gelu(xt, approximate=approximate),
-                lambda: torch.autograd.grad(yt, [xt], gt, retain_graph=True))
+        return [("forward", forward, lambda: torch.nn.functional.gelu(xt, approximate=approximate)),
+                ("backward", lambda: kept.backward(g), lambda: torch.autograd.grad(yt, [xt], gt, retain_graph=True))]
     return build
 
 
@@ -104,8 +129,10 @@ CASES = [  # (op, shape, builder): encoder-train's and gpt-train's sizes
     ("softmax, causal", (128, 64, 64), _softmax),
     ("softmax, causal", (48, 64, 64), _softmax),
     ("dropout", (2048, 1024), _dropout),
+    ("dropout mask", (2048, 1024), _dropout_mask),
     ("GELU, exact", (2048, 1024), _gelu("none")),
     ("GELU, tanh", (768, 512), _gelu("tanh")),
+    ("AdamW", (8000, 256), _adamw),
 ]
 
 
@@ -127,8 +154,7 @@ def main(argv=None) -> None:
     print("| --- | --- | --- | --- | --- | --- |")
     try:
         for name, shape, build in CASES:
-            fwd, bwd, tfwd, tbwd = build(rng, shape)
-            for label, fn, tfn in (("forward", fwd, tfwd), ("backward", bwd, tbwd)):
+            for label, fn, tfn in build(rng, shape):
                 kernels.use("numpy")
                 off = median_us(fn, a.repeats)
                 kernels.use("numba")
