@@ -9,8 +9,8 @@ inputs, `--threads` for every library, default 1), then in each round times
 `--steps` steps of seqlab with the switch off, with it on, and of torch, after
 one untimed step each. `--switch blas` (the default) moves seqlab's products
 from NumPy's BLAS to MKL (`seqlab.mkl.use`; needs `pip install 'seqlab[mkl]'`);
-`--switch kernels` moves LayerNorm, the softmax's row passes and dropout from
-NumPy to the compiled kernels (`seqlab.kernels.use`; needs `pip install
+`--switch kernels` moves LayerNorm, the softmax, GELU, dropout (and its masks)
+and the Adam update from NumPy to the compiled kernels (`seqlab.kernels.use`; needs `pip install
 'seqlab[numba]'`). Prints the median wall time of each and the two ratios to
 torch. Alternating in one process keeps a VM's drift out of the comparison,
 which two separate `seqlab bench` runs do not.

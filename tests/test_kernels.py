@@ -135,6 +135,22 @@ def test_dropout_is_bitwise_the_numpy_formula(on):
     np.testing.assert_array_equal(x, want)
 
 
+def test_keyed_dropout_is_bitwise_the_numpy_formula_with_the_mask_of_its_key(on):
+    from seqlab import random as R
+
+    for n in (1, 2, 5, 2 * (1 << 14) + 3):
+        x = f32(n)
+        x[:1] = np.nan
+        key, threshold, scale = 2**63 + 11, R.keep_threshold(0.25), np.float32(1 / 0.75)
+        with np.errstate(invalid="ignore"):
+            want = x * R.splitmix_keep(n, key, threshold)
+            want *= scale
+        np.testing.assert_array_equal(kernels.keyed_dropout(x, key, threshold, scale), want)
+        np.testing.assert_array_equal(kernels.keyed_dropout(x.reshape(1, n, 1), key, threshold, scale),
+                                      want.reshape(1, n, 1))
+    assert kernels.keyed_dropout(f32(4, 3).T, 1, 2, 1.0) is None  # not in C order: the caller makes the mask
+
+
 def test_keep_mask_kernel_is_bitwise_the_numpy_formula(on):
     from seqlab import random as R
 
@@ -313,11 +329,12 @@ def test_parallel_twins_give_the_same_values_bitwise(two_threads, monkeypatch):
         s, stats = kernels.softmax_rows(x.copy())
         again, _ = kernels.softmax_rows(x.copy(), stats=stats)
         return (y, xhat, r, *grads, s, *stats, again, kernels.softmax_backward(g, s), kernels.dropout(x, keep, 3.0),
-                kernels.keep_mask(3 * (1 << 14) * 2 + 1, 2**64 - 5, 2**31), *adam_step(), *(f(*a, approximate=m) for m in ("none", "tanh")
+                kernels.keep_mask(3 * (1 << 14) * 2 + 1, 2**64 - 5, 2**31), *adam_step(),
+                kernels.keyed_dropout(big, 2**64 - 5, 2**31, 1.25), *(f(*a, approximate=m) for m in ("none", "tanh")
                   for f, a in ((kernels.gelu_forward, (x,)), (kernels.gelu_backward, (x, g)))))
 
     twins = {n for n in dir(compiled) if n.endswith("_parallel") and not n.startswith("_")}
-    assert len(twins) == 9
+    assert len(twins) == 10
     called = set()
     for name in twins:
         real = getattr(compiled, name)
@@ -456,13 +473,15 @@ def test_the_ops_really_call_the_kernels(on, monkeypatch):
 
     called = set()
     names = {"layer_norm_forward", "layer_norm_backward", "softmax", "softmax_backward", "scale_kept",
-             "gelu_forward", "gelu_backward", "keep_mask"}
+             "gelu_forward", "gelu_backward", "keep_mask", "keyed_dropout"}
     for name in names:
         real = getattr(compiled, name)
         monkeypatch.setattr(compiled, name, lambda *a, _real=real, _name=name: (called.add(_name), _real(*a))[1])
     xs = seqlab.tensor(f32(3, 8), requires_grad=True)
     seqlab.manual_seed(0)
     y = F.dropout(F.softmax(F.gelu(F.layer_norm(xs, (8,))), dim=-1), p=0.5, training=True)
+    q = y.reshape(1, 1, 3, 8)
+    y = F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)  # attention's dropout: a kept mask
     y.sum().backward()
     assert called == names
 

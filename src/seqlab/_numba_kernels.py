@@ -8,7 +8,10 @@ out, float32 sums (as NumPy's). `fastmath` here allows only reordering sums
 into SIMD lanes and fusing a multiply and an add ("reassoc", "contract"):
 results match the NumPy path within float32 rounding, −inf and NaN behave as
 there, and divisions stay divisions (so a softmax computed again from its
-saved row statistics is bitwise the forward's). The plain NumPy formulas are
+saved row statistics is bitwise the forward's); Adam's update takes no
+fastmath at all and is NumPy's formula bitwise, and dropout's masks are
+integer hashes of a counter (SplitMix64, seqlab.random), the NumPy formula's
+bits. The plain NumPy formulas are
 in seqlab.autograd.ops.fused and .activation; tests/test_kernels.py holds
 each kernel to them and to float64.
 
@@ -336,6 +339,42 @@ def keep_mask_parallel(key, threshold, out):  # pragma: no cover - compiled
     for c in prange(_blocks(w, FLAT)):
         _keep_words(key, threshold, out, c * FLAT, min(w, (c + 1) * FLAT))
     _keep_last(key, threshold, out)
+
+
+@_jit
+def _dropout_words(x, key, threshold, scale, out, lo, hi):  # pragma: no cover - compiled
+    """Dropout of values 2·lo..2·hi with the mask keyed by `key` made on the fly: x·keep·scale, as scale_kept."""
+    xs, o = x[2 * lo:2 * hi], out[2 * lo:2 * hi]
+    base = key + np.uint64(lo) * _GAMMA
+    for j in range(hi - lo):
+        z = _splitmix(base + np.uint64(j + 1) * _GAMMA)
+        o[2 * j] = xs[2 * j] * np.float32(np.uint32(z & _LOW32) >= threshold) * scale
+        o[2 * j + 1] = xs[2 * j + 1] * np.float32(np.uint32(z >> _S32) >= threshold) * scale
+
+
+@_jit
+def _dropout_last(x, key, threshold, scale, out):  # pragma: no cover - compiled
+    n = x.shape[0]
+    if n % 2:
+        keep = np.uint32(_splitmix(key + np.uint64(n // 2 + 1) * _GAMMA) & _LOW32) >= threshold
+        out[n - 1] = x[n - 1] * np.float32(keep) * scale
+
+
+@_jit
+def keyed_dropout(x, key, threshold, scale, out):  # pragma: no cover - compiled
+    """out = x ⊙ keep · scale (flat; `out` may be `x`) for the mask keyed by `key`, which is never stored."""
+    w = x.shape[0] // 2
+    for c in range(_blocks(w, FLAT)):
+        _dropout_words(x, key, threshold, scale, out, c * FLAT, min(w, (c + 1) * FLAT))
+    _dropout_last(x, key, threshold, scale, out)
+
+
+@_jit_parallel
+def keyed_dropout_parallel(x, key, threshold, scale, out):  # pragma: no cover - compiled
+    w = x.shape[0] // 2
+    for c in prange(_blocks(w, FLAT)):
+        _dropout_words(x, key, threshold, scale, out, c * FLAT, min(w, (c + 1) * FLAT))
+    _dropout_last(x, key, threshold, scale, out)
 
 
 # ---- GELU ------------------------------------------------------------------------------------

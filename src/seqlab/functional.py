@@ -130,6 +130,8 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator: np.rand
     if p == 1.0:
         return x * 0.0
     xp = backend.xp_of(x.data)
+    if xp is np:  # the mask by its key (seqlab.random.keep_mask's): compiled, it is never stored
+        return Fu.Dropout.apply(x, p=p, key=_random.mask_key(generator))
     keep = _keep_mask(xp, x.shape, p, x.dtype, generator)  # bool, True = keep
     return Fu.Dropout.apply(x, keep, p=p)
 

@@ -71,6 +71,11 @@ def keep_threshold(p: float) -> int:
     return min(round(p * 2.0**32), 2**32 - 1)
 
 
+def mask_key(generator: np.random.Generator | None = None) -> int:
+    """The next 64-bit word of `generator` (default: seqlab's), as a mask's key."""
+    return int((generator or _generator).bit_generator.random_raw())
+
+
 def keep_mask(shape, p: float, generator: np.random.Generator | None = None) -> np.ndarray:
     """Bool NumPy array of `shape`, each element True (kept) with probability 1 − p, independently.
 
@@ -81,8 +86,7 @@ def keep_mask(shape, p: float, generator: np.random.Generator | None = None) -> 
     """
     from seqlab import kernels  # here: kernels is optional and imports Numba lazily
 
-    gen = generator or _generator
-    key = int(gen.bit_generator.random_raw())
+    key = mask_key(generator)
     n = math.prod(shape)
     threshold = keep_threshold(p)
     fast = kernels.keep_mask(n, key, threshold)

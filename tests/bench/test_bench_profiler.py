@@ -101,16 +101,21 @@ def test_dropout_masks_are_timed_as_their_own_row_and_unpatched_after():
     import seqlab.functional as F
 
     original = F._keep_mask
-    x = seqlab.Tensor(np.ones((8, 16), dtype=np.float32), requires_grad=True)
+    x = seqlab.Tensor(np.ones((1, 2, 8, 16), dtype=np.float32), requires_grad=True)
+
+    def attend():
+        return F.scaled_dot_product_attention(x, x, x, dropout_p=0.5)
+
     seqlab.manual_seed(0)
-    plain = F.dropout(x, 0.5).data
+    plain = attend().data
     seqlab.manual_seed(0)
     with OpProfiler() as prof:
         with prof.phase("forward"):
-            y = F.dropout(x, 0.5)
+            y = attend()  # attention's dropout draws its mask: the DropoutMask row
             F.dropout(x, 0.0)  # p = 0 draws nothing
+            F.dropout(x, 0.5)  # plain dropout makes its mask inside its op (from one word of the generator)
     assert F._keep_mask is original  # put back
     assert prof.stats[("DropoutMask", "forward")].calls == 1
-    assert prof.stats[("Dropout", "forward")].calls == 1
+    assert prof.stats[("Attention", "forward")].calls == 1 and prof.stats[("Dropout", "forward")].calls == 1
     assert prof.op_seconds("forward") <= prof.phases["forward"]
     np.testing.assert_array_equal(y.data, plain)  # the same random bits as unprofiled

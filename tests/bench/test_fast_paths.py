@@ -117,6 +117,34 @@ def test_dropout_with_a_bool_mask_equals_the_float_mask_formula():
         np.testing.assert_array_equal(g, ga * (keep.astype(np.float32) * scale))
 
 
+@pytest.mark.parametrize("shape", [(5,), (7, 3), (3, 1 << 14, 2), (2, 3 * (1 << 14) + 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dropout_by_key_is_the_keep_mask_of_that_key(shape, dtype, row_kernels):
+    rng = np.random.default_rng(9)
+    xa, ga = (rng.standard_normal(shape).astype(dtype) for _ in range(2))
+    xa.reshape(-1)[:3] = [np.nan, np.inf, -0.0]
+    seqlab.manual_seed(4)
+    x = seqlab.Tensor(xa, requires_grad=True)
+    y = F.dropout(x, 0.3)
+    seqlab.manual_seed(4)
+    keep = seqlab.random.keep_mask(shape, 0.3)  # the mask of the same (first) word of the generator
+    scale = dtype(1 / 0.7)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(y.numpy(), xa * keep * scale)
+        fn = y._ctx
+        stored = fn.keep is not None
+        # compiled, float32: the mask is made again in backward, not kept; otherwise kept as a bool array
+        assert stored == (row_kernels == "numpy" or dtype == np.float64)
+        y.backward(ga)
+    np.testing.assert_array_equal(x.grad, ga * keep * scale)
+    if len(shape) > 1:  # a gradient that is not in C order: the mask by index, as the forward's
+        x2 = seqlab.Tensor(xa, requires_grad=True)
+        seqlab.manual_seed(4)
+        with np.errstate(invalid="ignore"):
+            F.dropout(x2, 0.3).backward(np.asfortranarray(ga))
+        np.testing.assert_array_equal(x2.grad, ga * keep * scale)
+
+
 def test_keep_mask_is_bernoulli_and_seeded():
     seqlab.manual_seed(11)
     m = F._keep_mask(np, (1000, 1000), 0.1, np.float32)

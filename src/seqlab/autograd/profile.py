@@ -9,9 +9,10 @@ While active it replaces `Function.apply_with_fn` (which `Function.apply`
 calls; `apply` itself on an engine without it) with a timed version, and gives
 every recorded op (one that will take part in backward) a timed `backward`
 as an instance attribute, so the engine calls the timed one. It also times
-the drawing of dropout masks (`seqlab.functional._keep_mask`, outside any op:
-the random bits of every dropout), shown as the op "DropoutMask". Nothing is
-patched when no profiler is active: the engine pays nothing for it.
+the drawing of attention's dropout masks (`seqlab.functional._keep_mask`,
+outside any op), shown as the op "DropoutMask"; plain dropout makes its mask
+inside its own op (`Dropout`), from its key. Nothing is patched when no
+profiler is active: the engine pays nothing for it.
 
 Forward time of an op includes `apply`'s own overhead (unwrapping the
 inputs, wrapping the output); backward time is the op's `backward` call.

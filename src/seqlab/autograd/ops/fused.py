@@ -5,9 +5,12 @@ same computation composed from primitive ops.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from seqlab import kernels  # compiled row kernels; each returns None where the NumPy formula below runs
+from seqlab import random as _random
 from seqlab.autograd.function import Function
 from seqlab.backend import xp_of
 from seqlab.mkl import matmul as mm  # np.matmul, or MKL's sgemm when installed (seqlab.mkl)
@@ -284,10 +287,22 @@ class Dropout(Function):
     `keep_mask` is bool (True = keep) or 0/1 floats. A bool mask is what
     backward keeps (1 byte per element, not a float mask of 4); x ⊙ m then
     ·1/(1 − p) in place rounds exactly as x ⊙ (m/(1 − p)) (one rounding each).
+
+    Or `key` instead of a mask: the mask is `seqlab.random.keep_mask`'s for
+    that key, which the compiled kernel makes on the fly in forward and again
+    in backward, so it is never stored; without the kernel it is made once
+    (`seqlab.random.splitmix_keep`) and kept as above. Either way the same
+    values, bitwise.
     """
 
-    def forward(self, x, keep_mask=None, p=0.5):
+    def forward(self, x, keep_mask=None, p=0.5, key=None):
         self.keep, self.scale = keep_mask, x.dtype.type(1.0 / (1.0 - p))
+        if keep_mask is None:
+            self.key, self.threshold = key, _random.keep_threshold(p)
+            fast = kernels.keyed_dropout(x, key, self.threshold, self.scale)
+            if fast is not None:
+                return fast
+            self.keep = keep_mask = self._mask(x.shape)
         fast = kernels.dropout(x, keep_mask, self.scale)  # the two lines below in one pass
         if fast is not None:
             return fast
@@ -295,7 +310,15 @@ class Dropout(Function):
         out *= self.scale
         return out
 
+    def _mask(self, shape):
+        return _random.splitmix_keep(math.prod(shape), self.key, self.threshold).reshape(shape)
+
     def backward(self, grad):
+        if self.keep is None:  # keyed, and forward made the mask on the fly: again here
+            fast = kernels.keyed_dropout(grad, self.key, self.threshold, self.scale)
+            if fast is not None:
+                return fast, None
+            self.keep = self._mask(grad.shape)  # grad not in C order (or the kernels since switched off)
         fast = kernels.dropout(grad, self.keep, self.scale)
         if fast is not None:
             return fast, None
