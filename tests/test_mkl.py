@@ -1,10 +1,13 @@
 """seqlab.mkl: MKL's products and vector math against NumPy's and torch's, and the switch between them.
 
 The suite installs the `mkl` package on x86-64 (the `test` extra), so these
-run in CI there; elsewhere they skip. With MKL present every other test runs
-on it too, but most of their arrays are below `MIN_MACS` / `MIN_VML`, where
-NumPy keeps the work: here the thresholds are set to 0 so MKL takes it all.
+run in CI there; elsewhere they skip. With MKL present on an Intel CPU (or
+SEQLAB_BLAS=mkl) every other test runs on it too, but most of their arrays
+are below `MIN_MACS` / `MIN_VML`, where NumPy keeps the work: here the
+thresholds are set to 0 so MKL takes it all.
 """
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -118,6 +121,28 @@ def test_use_and_the_environment_choose(monkeypatch):
     finally:
         monkeypatch.delenv("SEQLAB_BLAS", raising=False)
         mkl.use(None)
+
+
+@pytest.mark.parametrize("vendor,auto", [("GenuineIntel", "mkl"), (None, "mkl"), ("AuthenticAMD", "numpy")])
+def test_auto_leaves_mkl_out_on_other_vendors_cpus(monkeypatch, vendor, auto):
+    monkeypatch.setattr(mkl, "cpu_vendor", lambda: vendor)
+    try:
+        assert mkl.use("auto") == auto
+        if auto == "numpy":
+            assert mkl.describe() == ("NumPy's BLAS (MKL is installed but slower on AuthenticAMD; "
+                                      "SEQLAB_BLAS=mkl uses it)")
+        assert mkl.use("mkl") == "mkl"  # asked for by name: used on any CPU
+        assert mkl.use("numpy") == "numpy" and mkl.describe() == "NumPy's BLAS"
+    finally:
+        mkl.use(None)
+
+
+def test_cpu_vendor_reads_proc_cpuinfo():
+    vendor = mkl.cpu_vendor()
+    if os.path.exists("/proc/cpuinfo") and "vendor_id" in open("/proc/cpuinfo").read():
+        assert vendor and vendor.isalnum()
+    else:
+        assert vendor is None
 
 
 def test_mkl_asked_for_but_missing_is_one_clear_error(monkeypatch):

@@ -10,10 +10,14 @@ exponential) through MKL's vector math; everything else stays NumPy, and so
 do products under `MIN_MACS` multiply-adds and vectors under `MIN_VML`
 values, where NumPy's cheaper call wins.
 
-``SEQLAB_BLAS`` chooses: ``auto`` (the default: MKL when found, else NumPy),
-``numpy`` (never MKL) or ``mkl`` (MKL or an error). :func:`library` says which
-is in use. The results are the same products up to float32 rounding (the two
-libraries sum in different orders).
+``SEQLAB_BLAS`` chooses: ``auto`` (the default: MKL when found and the CPU
+is Intel's, else NumPy), ``numpy`` (never MKL) or ``mkl`` (MKL or an error).
+:func:`library` says which is in use. The results are the same products up
+to float32 rounding (the two libraries sum in different orders). ``auto``
+leaves MKL out on other vendors' CPUs because there it is the slower of the
+two: on the AMD EPYC (AVX-512) in docs/results.md MKL 2026.2's sgemm ran at
+~95 GFLOP/s on one core and NumPy's OpenBLAS at ~114, and every model
+benchmark took 10-15% longer on MKL.
 
 `matmul(a, b)` is a drop-in for ``np.matmul`` on NumPy arrays: it takes the
 MKL path for float32 operands of two or more dims whose matrices have one
@@ -87,6 +91,24 @@ def mkl_path() -> str | None:
 
 
 @functools.lru_cache(maxsize=None)
+def cpu_vendor() -> str | None:
+    """The CPU's vendor as Linux reports it ('GenuineIntel', 'AuthenticAMD', ...); None where unknown."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    return line.partition(":")[2].strip() or None
+    except OSError:
+        pass
+    return None
+
+
+def _intel_or_unknown() -> bool:
+    """Where ``auto`` may use MKL: an Intel CPU, or one whose vendor cannot be read."""
+    return cpu_vendor() in (None, "GenuineIntel")
+
+
+@functools.lru_cache(maxsize=None)
 def _mkl():
     """MKL's library with the entry points seqlab calls typed, or None (SEQLAB_BLAS=numpy, or not installed).
 
@@ -94,7 +116,7 @@ def _mkl():
     count set to NumPy's BLAS's.
     """
     choice = _choice()
-    if choice == "numpy":
+    if choice == "numpy" or (choice == "auto" and not _intel_or_unknown()):
         return None
     path = mkl_path()
     lib = None
@@ -136,9 +158,11 @@ def library() -> str:
 
 
 def describe() -> str:
-    """One line for reports: 'MKL 2026.0.2 (libmkl_rt.so.3)' or "NumPy's BLAS"."""
+    """One line for reports: 'MKL 2026.0.2 (libmkl_rt.so.3)' or "NumPy's BLAS" (saying why when MKL is left out)."""
     lib = _mkl()
     if lib is None:
+        if _choice() == "auto" and not _intel_or_unknown() and mkl_path() is not None:
+            return f"NumPy's BLAS (MKL is installed but slower on {cpu_vendor()}; SEQLAB_BLAS=mkl uses it)"
         return "NumPy's BLAS"
     buf = ctypes.create_string_buffer(256)
     lib.MKL_Get_Version_String(buf, len(buf))
