@@ -15,7 +15,9 @@ class Adam(Optimizer):
     θ ← θ − lr/(1 − β1ᵗ) · m / (√v / √(1 − β2ᵗ) + eps).
 
     Adam adds weight decay to the gradient (L2); AdamW decays the weights
-    directly, θ ← θ(1 − lr·wd), before the update.
+    directly, θ ← θ(1 − lr·wd), before the update. With Numba, float32
+    parameters take one compiled pass (`seqlab.kernels.adam`) that gives
+    `_update`'s values bitwise.
     """
 
     decoupled = False
