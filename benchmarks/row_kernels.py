@@ -80,6 +80,26 @@ def _dropout(rng, shape):
             ("backward", lambda: op.backward(g), lambda: torch.from_numpy(g) * mt / 0.9)]
 
 
+def _keyed_dropout(rng, shape):
+    """Plain dropout as `F.dropout` runs it: the mask made from its key (compiled: on the fly, again in
+    backward; NumPy: drawn once and kept), against torch's `F.dropout`, which draws its mask too."""
+    import torch
+
+    x, g = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+
+    def forward():
+        op = Dropout()
+        op.forward(x, p=0.1, key=12345)
+        return op
+
+    kept = forward()
+    xt = torch.from_numpy(x).requires_grad_(True)
+    yt = torch.nn.functional.dropout(xt, 0.1, training=True)
+    gt = torch.from_numpy(g)
+    return [("forward", forward, lambda: torch.nn.functional.dropout(xt, 0.1, training=True)),
+            ("backward", lambda: kept.backward(g), lambda: torch.autograd.grad(yt, [xt], gt, retain_graph=True))]
+
+
 def _dropout_mask(rng, shape):
     """Drawing the keep mask: seqlab's SplitMix64 words against torch dropout's `bernoulli_`."""
     import torch
@@ -128,7 +148,8 @@ CASES = [  # (op, shape, builder): encoder-train's and gpt-train's sizes
     ("LayerNorm", (768, 128), _layer_norm),
     ("softmax, causal", (128, 64, 64), _softmax),
     ("softmax, causal", (48, 64, 64), _softmax),
-    ("dropout", (2048, 1024), _dropout),
+    ("dropout, mask given", (2048, 1024), _dropout),
+    ("dropout, mask from its key", (2048, 1024), _keyed_dropout),
     ("dropout mask", (2048, 1024), _dropout_mask),
     ("GELU, exact", (2048, 1024), _gelu("none")),
     ("GELU, tanh", (768, 512), _gelu("tanh")),

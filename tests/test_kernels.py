@@ -164,23 +164,27 @@ def test_keep_mask_kernel_is_bitwise_the_numpy_formula(on):
 
 @pytest.mark.parametrize("decoupled", [True, False])
 @pytest.mark.parametrize("weight_decay", [0.0, 0.05])
-def test_adam_kernel_is_bitwise_the_numpy_update(decoupled, weight_decay):
+@pytest.mark.parametrize("scalar", [float, np.float64])  # NumPy float64 settings: NumPy 2 would compute in float64
+def test_adam_kernel_is_bitwise_the_numpy_update(decoupled, weight_decay, scalar):
     from seqlab.optim import Adam, AdamW
 
     def train(path):
         kernels.use(path)
-        r = np.random.default_rng(4)
-        params = [seqlab.Tensor(r.standard_normal(s).astype(np.float32), requires_grad=True)
-                  for s in [(40, 300), (7,), (3 * (1 << 14) + 1,)]]  # the last: several blocks, one short
-        params[1].data[:3] = [np.inf, -0.0, 1e-30]
-        opt = (AdamW if decoupled else Adam)(params, lr=0.01, weight_decay=weight_decay)
-        for step in range(3):
-            for p in params:
-                p.grad = r.standard_normal(p.shape).astype(np.float32) * 10.0 ** (step - 1)
-            params[1].grad[3:5] = [np.nan, 0.0]
-            with np.errstate(invalid="ignore"):  # inf/inf = NaN where Adam's L2 term meets θ = inf
-                opt.step()
-        kernels.use(None)
+        try:
+            r = np.random.default_rng(4)
+            params = [seqlab.Tensor(r.standard_normal(s).astype(np.float32), requires_grad=True)
+                      for s in [(40, 300), (7,), (3 * (1 << 14) + 1,)]]  # the last: several blocks, one short
+            params[1].data[:3] = [np.inf, -0.0, 1e-30]
+            opt = (AdamW if decoupled else Adam)(params, lr=scalar(0.0123), betas=(scalar(0.85), scalar(0.995)),
+                                                 eps=scalar(1e-6), weight_decay=scalar(weight_decay))
+            for step in range(3):
+                for p in params:
+                    p.grad = r.standard_normal(p.shape).astype(np.float32) * 10.0 ** (step - 1)
+                params[1].grad[3:5] = [np.nan, 0.0]
+                with np.errstate(invalid="ignore"):  # inf/inf = NaN where Adam's L2 term meets θ = inf
+                    opt.step()
+        finally:
+            kernels.use(None)
         return [a for p in params for a in (p.data, opt.state[id(p)]["exp_avg"], opt.state[id(p)]["exp_avg_sq"])]
 
     compiled, plain = train("numba"), train("numpy")

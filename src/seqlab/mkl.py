@@ -17,7 +17,8 @@ to float32 rounding (the two libraries sum in different orders). ``auto``
 leaves MKL out on other vendors' CPUs because there it is the slower of the
 two: on the AMD EPYC (AVX-512) in docs/results.md MKL 2026.2's sgemm ran at
 ~95 GFLOP/s on one core and NumPy's OpenBLAS at ~114, and every model
-benchmark took 10-15% longer on MKL.
+benchmark took 10-15% longer on MKL. Its vector math goes with it (GELU's
+Φ without Numba then takes the NumPy formula; with Numba it never uses MKL).
 
 `matmul(a, b)` is a drop-in for ``np.matmul`` on NumPy arrays: it takes the
 MKL path for float32 operands of two or more dims whose matrices have one

@@ -72,8 +72,10 @@ def keep_threshold(p: float) -> int:
 
 
 def mask_key(generator: np.random.Generator | None = None) -> int:
-    """The next 64-bit word of `generator` (default: seqlab's), as a mask's key."""
-    return int((generator or _generator).bit_generator.random_raw())
+    """A uniform 64-bit integer from `generator` (default: seqlab's), as a mask's key: PCG64's next
+    word; two 32-bit words from a 32-bit bit generator such as MT19937 (whose raw words would give
+    only 2³² keys)."""
+    return int((generator or _generator).integers(2**64, dtype=np.uint64))
 
 
 def keep_mask(shape, p: float, generator: np.random.Generator | None = None) -> np.ndarray:

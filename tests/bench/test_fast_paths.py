@@ -183,10 +183,23 @@ def test_keep_mask_is_splitmix64_keyed_by_one_word_of_the_generator(n, row_kerne
         np.testing.assert_array_equal(seqlab.random.splitmix_keep(n, key, threshold),
                                       splitmix64_reference(n, key, threshold))
     gen = np.random.default_rng(8)
-    key = int(np.random.default_rng(8).bit_generator.random_raw())  # what the mask will take
+    key = int(np.random.default_rng(8).bit_generator.random_raw())  # what the mask will take: PCG64's next word
     mask = F._keep_mask(np, (n,), 0.3, np.float32, gen)
     np.testing.assert_array_equal(mask, splitmix64_reference(n, key, threshold))
     assert int(gen.bit_generator.random_raw()) == int(np.random.default_rng(8).bit_generator.random_raw(2)[1])
+
+
+def test_mask_keys_have_64_bits_from_a_32_bit_generator_too():
+    mt = np.random.Generator(np.random.MT19937(5))  # its raw words have 32 bits
+    keys = [seqlab.random.mask_key(mt) for _ in range(8)]
+    assert max(keys) >= 2**32 and len(set(keys)) == 8 and all(0 <= k < 2**64 for k in keys)
+    mask = F._keep_mask(np, (64,), 0.5, np.float32, np.random.Generator(np.random.MT19937(5)))
+    np.testing.assert_array_equal(mask, splitmix64_reference(64, keys[0], 2**31))
+
+
+def test_dropout_op_without_a_mask_or_a_key_is_a_clear_error():
+    with pytest.raises(ValueError, match="Dropout needs a keep_mask or the key of one"):
+        Fu.Dropout.apply(seqlab.Tensor(np.ones(3, np.float32), requires_grad=True), p=0.5)
 
 
 def test_keep_mask_chunks_and_consecutive_masks_are_independent(row_kernels):

@@ -31,7 +31,9 @@ class Adam(Optimizer):
 
     def step(self) -> None:
         for group in self.param_groups:
-            lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            # Python floats: NumPy then rounds each constant to the parameters' float32 (on NumPy 1 and 2
+            # alike, and as the compiled kernel does), where a NumPy float64 would compute in float64 on NumPy 2
+            lr, b1, b2, eps, wd = map(float, (group["lr"], *group["betas"], group["eps"], group["weight_decay"]))
             for p in group["params"]:
                 if p.grad is None:
                     continue

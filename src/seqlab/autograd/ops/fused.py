@@ -298,6 +298,8 @@ class Dropout(Function):
     def forward(self, x, keep_mask=None, p=0.5, key=None):
         self.keep, self.scale = keep_mask, x.dtype.type(1.0 / (1.0 - p))
         if keep_mask is None:
+            if key is None:
+                raise ValueError("Dropout needs a keep_mask or the key of one (seqlab.random.mask_key)")
             self.key, self.threshold = key, _random.keep_threshold(p)
             fast = kernels.keyed_dropout(x, key, self.threshold, self.scale)
             if fast is not None:
