@@ -8,7 +8,7 @@ loops in `seqlab._numba_kernels`, a row (or a block of values) at a time in
 cache: on the machines in docs/results.md LayerNorm's forward and backward at
 encoder-train's size take ~1/4 of the NumPy time, the softmax's ~1/2 to
 ~1/3, GELU's ~1/3 to ~1/5 (benchmarks/row_kernels.py). Dropout's keep masks
-(SplitMix64 words, `seqlab.random`) are drawn ~7x faster than NumPy's
+(SplitMix64 words, `seqlab.random`) are drawn 7-12x faster than NumPy's
 formula and, for plain dropout, made again in backward instead of stored;
 an Adam(W) step is one pass instead of ~14 (~5x). Everything else, and
 every other dtype and array library, stays NumPy.
