@@ -43,8 +43,8 @@ import numpy as np
 from seqlab.errors import ConfigError
 
 __all__ = ["adam", "describe", "dropout", "gelu_backward", "gelu_forward", "keep_mask", "keyed_dropout",
-           "layer_norm_backward",
-           "layer_norm_forward", "library", "set_threads", "softmax_backward", "softmax_rows", "threads", "use"]
+           "layer_norm_backward", "layer_norm_forward", "library", "set_threads", "softmax_backward",
+           "softmax_rows", "threads", "use"]
 
 _CHOICES = ("auto", "numpy", "numba")
 _FLOAT32 = np.dtype(np.float32)

@@ -81,20 +81,21 @@ def mask_key(generator: np.random.Generator | None = None) -> int:
 def keep_mask(shape, p: float, generator: np.random.Generator | None = None) -> np.ndarray:
     """Bool NumPy array of `shape`, each element True (kept) with probability 1 − p, independently.
 
-    One word from `generator` (default: seqlab's) keys the mask; its elements
-    are the SplitMix64 draws of the module docstring, kept when u ≥
-    `keep_threshold(p)`. The compiled kernel computes the same masks when
-    Numba is in use; this is the NumPy formula, a chunk of words at a time.
+    One key from `generator` (default: seqlab's, `mask_key`) makes the mask
+    (`mask_of_key`): the SplitMix64 draws of the module docstring, kept when
+    u ≥ `keep_threshold(p)`.
     """
+    return mask_of_key(shape, mask_key(generator), keep_threshold(p))
+
+
+def mask_of_key(shape, key: int, threshold: int) -> np.ndarray:
+    """The keep mask of `shape` keyed by `key`: the compiled kernel's when Numba is in use, else
+    `splitmix_keep`'s (the same bits)."""
     from seqlab import kernels  # here: kernels is optional and imports Numba lazily
 
-    key = mask_key(generator)
     n = math.prod(shape)
-    threshold = keep_threshold(p)
     fast = kernels.keep_mask(n, key, threshold)
-    if fast is not None:
-        return fast.reshape(shape)
-    return splitmix_keep(n, key, threshold).reshape(shape)
+    return (fast if fast is not None else splitmix_keep(n, key, threshold)).reshape(shape)
 
 
 def splitmix_keep(n: int, key: int, threshold: int) -> np.ndarray:

@@ -5,8 +5,6 @@ same computation composed from primitive ops.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from seqlab import kernels  # compiled row kernels; each returns None where the NumPy formula below runs
@@ -290,9 +288,9 @@ class Dropout(Function):
 
     Or `key` instead of a mask: the mask is `seqlab.random.keep_mask`'s for
     that key, which the compiled kernel makes on the fly in forward and again
-    in backward, so it is never stored; without the kernel it is made once
-    (`seqlab.random.splitmix_keep`) and kept as above. Either way the same
-    values, bitwise.
+    in backward, so it is never stored; where that kernel does not apply it
+    is made once (`seqlab.random.mask_of_key`) and kept as above. Either way
+    the same values, bitwise.
     """
 
     def forward(self, x, keep_mask=None, p=0.5, key=None):
@@ -313,7 +311,7 @@ class Dropout(Function):
         return out
 
     def _mask(self, shape):
-        return _random.splitmix_keep(math.prod(shape), self.key, self.threshold).reshape(shape)
+        return _random.mask_of_key(shape, self.key, self.threshold)
 
     def backward(self, grad):
         if self.keep is None:  # keyed, and forward made the mask on the fly: again here
