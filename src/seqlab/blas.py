@@ -1,4 +1,5 @@
-"""NumPy's BLAS thread count, read and set for a block (`blas_threads`), without threadpoolctl.
+"""NumPy's BLAS thread count, read and set for a block (`blas_threads`), and which OpenBLAS kernels
+run (`openblas_kernels`), without threadpoolctl.
 
 Small models gain little from a second BLAS thread, and on a busy machine
 OpenBLAS's threads wait on each other (2 busy cores: 240 SST-2 steps in 20 s
@@ -11,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import os
 import re
 from pathlib import Path
 from typing import Any, Iterator
@@ -22,6 +24,11 @@ _BLAS_GET = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
              "scipy_openblas_get_num_threads", "MKL_Get_Max_Threads", "bli_thread_get_num_threads")
 _BLAS_SET = ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_", "openblas_set_num_threads",
              "scipy_openblas_set_num_threads", "MKL_Set_Num_Threads", "bli_thread_set_num_threads")
+# OpenBLAS's build line ("OpenBLAS 0.3.31 ... DYNAMIC_ARCH ...") and the name of the kernels it chose at load
+_OPENBLAS_CONFIG = ("scipy_openblas_get_config64_", "openblas_get_config64_", "openblas_get_config",
+                    "scipy_openblas_get_config")
+_OPENBLAS_CORE = ("scipy_openblas_get_corename64_", "openblas_get_corename64_", "openblas_get_corename",
+                  "scipy_openblas_get_corename")
 
 
 def loaded_blas_libraries() -> list[str]:
@@ -76,6 +83,34 @@ def set_blas_threads(n: int) -> bool:
     put.argtypes = [ctypes.c_int]
     put(int(n))
     return True
+
+
+def _c_string(names: tuple[str, ...]) -> str | None:
+    fn = _blas_function(names)
+    if fn is None:
+        return None
+    fn.restype = ctypes.c_char_p
+    got = fn()
+    return got.decode(errors="replace").strip() if got else None
+
+
+def openblas_kernels() -> str | None:
+    """'OpenBLAS 0.3.31, SkylakeX kernels' for NumPy's OpenBLAS; None for another BLAS.
+
+    A DYNAMIC_ARCH OpenBLAS picks its kernels for the CPU when it loads, unless
+    OPENBLAS_CORETYPE names them; the kernels set the float32 GEMM rate (on an
+    AVX-512 AMD EPYC, SkylakeX's ran ~200 GFLOP/s on one core, Haswell's ~114).
+    When that variable chose them, the text says so.
+    """
+    core = _c_string(_OPENBLAS_CORE)
+    if core is None:
+        return None
+    config = (_c_string(_OPENBLAS_CONFIG) or "").split()
+    version = config[1] if len(config) > 1 and config[0] == "OpenBLAS" else ""
+    version = ".".join(version.split(".")[:3])  # 0.3.31.188.0 (scipy-openblas's build number) -> 0.3.31
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    text = f"OpenBLAS {version}".rstrip() + f", {core} kernels"
+    return text + (f", chosen by OPENBLAS_CORETYPE={forced}" if forced else "")
 
 
 @contextlib.contextmanager

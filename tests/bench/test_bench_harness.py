@@ -9,7 +9,7 @@ import pytest
 from seqlab.bench import attention_long, harness
 from seqlab.bench.report import HEADING, section
 from seqlab.bench.result import BenchResult
-from seqlab.cli.main import main
+from seqlab.cli.main import main, version_line
 
 
 def test_set_threads_gives_torch_and_blas_the_same_count():
@@ -58,6 +58,28 @@ def test_results_section_replaces_itself_and_keeps_other_sections(tmp_path):
     assert "| gpt-train | 10.0 | 20.0 | 0.50 |" in text and "30.0 ms, 1.50 (1.00)" in text  # the before column
     assert "| 64 | seqlab plain | 1.0 | 2.0 MiB, 0.50 s |" in text
     assert info["cpu"] in text and "no GPU" in text and "seqlab bench gpt-train" in text
+    if info["numpy_blas_kernels"]:  # the machine line says which OpenBLAS kernels ran
+        assert f"({info['numpy_blas']}: {info['numpy_blas_kernels']})" in text
+    older = {k: v for k, v in info.items() if k != "numpy_blas_kernels"}  # records from before the key
+    assert f"({info['numpy_blas']})," in section({1: [r]}, older, "seqlab bench gpt-train")
+
+
+def test_openblas_kernels_names_the_kernels_and_the_variable_that_chose_them():
+    import os
+    import re
+
+    from seqlab.blas import loaded_blas_libraries, openblas_kernels
+
+    text = openblas_kernels()
+    if not any("openblas" in p for p in loaded_blas_libraries()):
+        assert text is None
+        return
+    assert re.fullmatch(r"OpenBLAS \d+\.\d+\.\d+, \w+ kernels(, chosen by OPENBLAS_CORETYPE=\S+)?", text), text
+    forced = os.environ.get("OPENBLAS_CORETYPE")  # read, never changed: this environment's choice, if any
+    assert text.endswith(f", chosen by OPENBLAS_CORETYPE={forced}") if forced else "chosen by" not in text
+    if forced and forced.lower() in ("haswell", "skylakex", "sandybridge"):  # names OpenBLAS reports as given
+        assert text.split(", ")[1].lower() == f"{forced.lower()} kernels"
+    assert f"({text})" in version_line()  # `seqlab --version` says it too
 
 
 @pytest.mark.parametrize("impl", attention_long.IMPLS)

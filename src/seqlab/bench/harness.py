@@ -22,7 +22,7 @@ import numpy as np
 
 from seqlab import kernels as seqlab_kernels
 from seqlab import mkl as seqlab_mkl
-from seqlab.blas import get_blas_threads, loaded_blas_libraries, set_blas_threads
+from seqlab.blas import get_blas_threads, loaded_blas_libraries, openblas_kernels, set_blas_threads
 
 
 def blas_threads() -> int | None:
@@ -84,6 +84,7 @@ def machine_info(threads: int) -> dict:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "numpy_blas": Path(blas[0]).name if blas else "unknown",
+        "numpy_blas_kernels": openblas_kernels(),  # "OpenBLAS 0.3.31, SkylakeX kernels" (None: not OpenBLAS)
         "seqlab_blas": seqlab_mkl.describe(),  # where seqlab's float32 products go (seqlab.mkl)
         "seqlab_kernels": seqlab_kernels.describe(),  # LayerNorm's, the softmax's, dropout's row passes
         "torch": torch.__version__,

@@ -87,12 +87,20 @@ def _products(info: dict) -> str:
     return f"seqlab's products on {products}, row kernels on {info.get('seqlab_kernels', 'NumPy')}"
 
 
+def _numpy_blas(info: dict) -> str:
+    """NumPy's BLAS library, with the OpenBLAS kernels that ran where the run recorded them."""
+    kernels = info.get("numpy_blas_kernels")
+    return f"{info['numpy_blas']}: {kernels}" if kernels else info["numpy_blas"]
+
+
 def _baseline_says(path: Path) -> str:
     """What the 'before' columns are: the baseline run's own command, machine line and date."""
     saved = json.loads(Path(path).read_text())
     info = saved.get("machine", {})
     said = [f"`{saved['command']}`"] if saved.get("command") else []
-    said += [str(info[key]) for key in ("cpu",) if key in info] + [_products(info)]
+    said += [str(info[key]) for key in ("cpu",) if key in info]
+    said += [f"NumPy's {info['numpy_blas_kernels']}"] if info.get("numpy_blas_kernels") else []
+    said += [_products(info)]
     said += [str(info["date"])] if "date" in info else []
     return f"the run recorded in {Path(path).as_posix()} ({'; '.join(said)})"
 
@@ -163,7 +171,7 @@ def section(results: dict[int, list[BenchResult]], info: dict, command: str, bas
     before = _baseline(baseline)
     lines = [f"Command: `{command}`", "",
              f"Machine: {info['cpu']}, {info['cores']} cores; Python {info['python']}, NumPy {info['numpy']} "
-             f"({info['numpy_blas']}), {_products(info)}, torch {info['torch']}; {info['date']}.", "",
+             f"({_numpy_blas(info)}), {_products(info)}, torch {info['torch']}; {info['date']}.", "",
              HOW_TO_READ, ""]
     if before:
         lines += [f"The \"before\" columns: {_baseline_says(baseline)}. Rebuild this "
