@@ -116,6 +116,30 @@ def test_attention_fused_backward_equals_composed(d):
         np.testing.assert_allclose(x.grad, y.grad, rtol=1e-10, atol=1e-13)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_attention_gradients_come_back_in_the_heads_split_layout(dtype):
+    """dq, dk, dv are written as (B, T, H, D) memory, as the forward's output is: multi-head attention's
+    x.reshape(B, T, H, D).transpose(1, 2) then gives them back to the projection as views, not copies."""
+    rng = np.random.default_rng(4)
+    B, T, H, D = 2, 5, 3, 4
+    qkv = rng.standard_normal((B, T, 3 * H * D)).astype(dtype)
+    x = seqlab.tensor(qkv, requires_grad=True)
+    q, k, v = (t.reshape(B, T, H, D).transpose(1, 2) for t in x.split(H * D, dim=-1))
+    op = fused.Attention()
+    g = rng.standard_normal((B, H, T, D)).astype(dtype)
+    arrays = [t.numpy() for t in (q, k, v)]
+    op.needs_input_grad = (True, True, True, False)
+    op.forward(*arrays, scale=0.5)
+    grads = op.backward(g)[:3]
+    for got in grads:
+        assert got.dtype == dtype and got.swapaxes(1, 2).flags.c_contiguous  # (B, T, H, D) in memory
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in arrays)
+    TF.scaled_dot_product_attention(tq, tk, tv, scale=0.5).backward(torch.from_numpy(g))
+    tol = {"rtol": 1e-4, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-10, "atol": 1e-12}
+    for got, want in zip(grads, (tq, tk, tv)):
+        np.testing.assert_allclose(got, want.grad.numpy(), **tol)
+
+
 def test_attention_returns_weights_that_sum_to_one():
     q, k, v = seqlab.randn(2, 4, 3), seqlab.randn(2, 6, 3), seqlab.randn(2, 6, 3)
     out, w = F.attention(q, k, v, is_causal=True)

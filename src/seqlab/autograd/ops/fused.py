@@ -327,20 +327,22 @@ class Dropout(Function):
         return g, None
 
 
-def _matmul_heads_interleaved(w, v):
-    """w @ v, (..., H, Tq, Dv), written into memory laid out as (..., Tq, H, Dv).
+def _matmul_heads_interleaved(w, v, alpha=1.0):
+    """alpha · (w @ v), (..., H, Tq, Dv), written into memory laid out as (..., Tq, H, Dv).
 
     The same values as `w @ v` (one BLAS product per head either way), but
     merging the heads afterwards, out.transpose(1, 2).reshape(B, T, H·Dv), is
-    then a view instead of a copy of the whole output.
+    then a view instead of a copy of the whole output. Backward writes dq, dk
+    and dv this way too: multi-head attention's split of the heads,
+    x.reshape(B, T, H, D).transpose(1, 2), then takes them back as views.
     """
     xp = xp_of(w)
     shape = np.broadcast_shapes(w.shape[:-2], v.shape[:-2]) + (w.shape[-2], v.shape[-1])
     if xp is not np or len(shape) < 4:
-        return w @ v
+        return mm(w, v, alpha=alpha)
     buf = np.empty(shape[:-3] + (shape[-2], shape[-3], shape[-1]), dtype=np.result_type(w, v))  # (..., Tq, H, Dv)
     out = buf.swapaxes(-3, -2)  # (..., H, Tq, Dv) view
-    mm(w, v, out=out)
+    mm(w, v, out=out, alpha=alpha)
     return out
 
 
@@ -431,7 +433,7 @@ class Attention(Function):
         else:
             w = kept
         wd = self._dropped(w)
-        gv = mm(wd.swapaxes(-1, -2), grad) if self.needs_input_grad[2] else None
+        gv = _matmul_heads_interleaved(wd.swapaxes(-1, -2), grad) if self.needs_input_grad[2] else None
         del wd
         gw = mm(grad, v.swapaxes(-1, -2))
         if self.keep is not None and kernels.dropout(gw, self.keep, self.pscale, out=gw) is None:
@@ -443,8 +445,8 @@ class Attention(Function):
         gs = gw
         gq = gk = None
         if self.needs_input_grad[0]:
-            gq = mm(gs, k, alpha=self.scale)
+            gq = _matmul_heads_interleaved(gs, k, alpha=self.scale)
         if self.needs_input_grad[1]:
-            gk = mm(gs.swapaxes(-1, -2), q, alpha=self.scale)
+            gk = _matmul_heads_interleaved(gs.swapaxes(-1, -2), q, alpha=self.scale)
         gbias = gs if len(self.needs_input_grad) > 3 and self.needs_input_grad[3] else None
         return gq, gk, gv, gbias, None
