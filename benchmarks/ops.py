@@ -38,7 +38,9 @@ if _n is not None:
 
 import numpy as np  # noqa: E402
 
-from common import compare, machine_info, markdown_table, match_threads, write_section  # noqa: E402
+from common import (  # noqa: E402
+    blas_env_prefix, compare, machine_info, markdown_table, match_threads, numpy_blas_text, write_section,
+)
 
 B, T, D, H, V = 32, 64, 256, 4, 8000
 OPS = ("matmul", "softmax", "log_softmax + cross_entropy", "layer_norm", "gelu (erf)", "gelu (tanh)", "embedding",
@@ -202,10 +204,10 @@ def main(argv: list[str] | None = None) -> int:
 
             print(json.dumps({"table": table, "info": info}))
             return 0
-    command = " ".join(["python benchmarks/ops.py"] + [a for a in argv if a != "--emit-json"])
+    command = blas_env_prefix() + " ".join(["python benchmarks/ops.py"] + [a for a in argv if a != "--emit-json"])
     body = (f"Command: `{command}`\n\n"
             f"Machine: {info['cpu']}, {info['cores']} cores; Python {info['python']}, NumPy {info['numpy']} "
-            f"({info['numpy_blas']}), seqlab's products on {info['seqlab_blas']}, row kernels on "
+            f"({numpy_blas_text(info)}), seqlab's products on {info['seqlab_blas']}, row kernels on "
             f"{info['seqlab_kernels']}, torch {info['torch']}; {info['date']}. Forward + backward of each op "
             f"on the same float32 inputs and upstream gradient; medians of {args.rounds} alternating rounds "
             f"(see benchmarks/common.py).\n\n" + "\n".join(tables) + "\n" + NOTES + "\n")

@@ -82,6 +82,18 @@ def test_openblas_kernels_names_the_kernels_and_the_variable_that_chose_them():
     assert f"({text})" in version_line()  # `seqlab --version` says it too
 
 
+def test_recorded_commands_carry_the_openblas_variables_they_ran_under(tmp_path, capsys):
+    assert harness.blas_env_prefix({"PATH": "/bin"}) == ""
+    assert harness.blas_env_prefix({"OPENBLAS_CORETYPE": "Haswell"}) == "OPENBLAS_CORETYPE=Haswell "
+    both = {"OPENBLAS_L2_SIZE": "512", "OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_NUM_THREADS": "1"}
+    assert harness.blas_env_prefix(both) == "OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=512 "
+    # a run's JSON record starts its command with what this environment sets (read, not changed)
+    record = tmp_path / "gemm.json"
+    assert main(["bench", "gemm", "--threads", "1", "--repeats", "1", "--json", str(record)]) == 0
+    capsys.readouterr()
+    assert json.loads(record.read_text())["command"].startswith(harness.blas_env_prefix() + "seqlab bench")
+
+
 @pytest.mark.parametrize("impl", attention_long.IMPLS)
 def test_attention_long_measures_every_implementation(impl):
     r = attention_long.measure(impl, 128, heads=2, dim=16, repeats=1)

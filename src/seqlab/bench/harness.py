@@ -73,6 +73,24 @@ def load_average() -> str:
         return "n/a"
 
 
+# read by OpenBLAS when it loads: they pick its kernels and blocking, and so the products' speed
+BLAS_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def blas_env_prefix(environ=None) -> str:
+    """'OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=512 ' for those set in `environ` (this process's
+    environment by default; '' when none is), put before a recorded command so that it says what the run
+    ran under."""
+    environ = os.environ if environ is None else environ
+    return "".join(f"{name}={environ[name]} " for name in BLAS_ENV if environ.get(name))
+
+
+def numpy_blas_text(info: dict) -> str:
+    """NumPy's BLAS library, with the OpenBLAS kernels that ran where the record has them."""
+    kernels = info.get("numpy_blas_kernels")
+    return f"{info['numpy_blas']}: {kernels}" if kernels else info["numpy_blas"]
+
+
 def machine_info(threads: int) -> dict:
     import torch
 

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from seqlab.bench import memory
-from seqlab.bench.harness import markdown_table
+from seqlab.bench.harness import markdown_table, numpy_blas_text
 from seqlab.bench.result import BenchResult
 
 HEADING = "Benchmarks: seqlab vs PyTorch"
@@ -87,12 +87,6 @@ def _products(info: dict) -> str:
     return f"seqlab's products on {products}, row kernels on {info.get('seqlab_kernels', 'NumPy')}"
 
 
-def _numpy_blas(info: dict) -> str:
-    """NumPy's BLAS library, with the OpenBLAS kernels that ran where the run recorded them."""
-    kernels = info.get("numpy_blas_kernels")
-    return f"{info['numpy_blas']}: {kernels}" if kernels else info["numpy_blas"]
-
-
 def _baseline_says(path: Path) -> str:
     """What the 'before' columns are: the baseline run's own command, machine line and date."""
     saved = json.loads(Path(path).read_text())
@@ -171,7 +165,7 @@ def section(results: dict[int, list[BenchResult]], info: dict, command: str, bas
     before = _baseline(baseline)
     lines = [f"Command: `{command}`", "",
              f"Machine: {info['cpu']}, {info['cores']} cores; Python {info['python']}, NumPy {info['numpy']} "
-             f"({_numpy_blas(info)}), {_products(info)}, torch {info['torch']}; {info['date']}.", "",
+             f"({numpy_blas_text(info)}), {_products(info)}, torch {info['torch']}; {info['date']}.", "",
              HOW_TO_READ, ""]
     if before:
         lines += [f"The \"before\" columns: {_baseline_says(baseline)}. Rebuild this "

@@ -129,7 +129,7 @@ def run(args) -> int:
         raise ValueError("seqlab bench compares against PyTorch: install torch (pip install 'seqlab[test]')") from None
     from seqlab.bench import NAMES, profile_target
     from seqlab.bench import run as run_one
-    from seqlab.bench.harness import load_average, machine_info, set_threads
+    from seqlab.bench.harness import blas_env_prefix, load_average, machine_info, set_threads
 
     from seqlab.bench.device import CUDA_NAMES
     from seqlab.bench.runner import SIZED
@@ -193,8 +193,8 @@ def run(args) -> int:
         _write_results(args, results, info, command, saved.get("device", "cpu"), saved.get("size", "default"))
         return 0
 
-    command = "seqlab bench " + " ".join(sys.argv[sys.argv.index("bench") + 1:]) if "bench" in sys.argv \
-        else "seqlab bench"
+    command = blas_env_prefix() + ("seqlab bench " + " ".join(sys.argv[sys.argv.index("bench") + 1:])
+                                   if "bench" in sys.argv else "seqlab bench")
     results, info = {}, None
     if device == "cpu" and size == "large":
         print("note: --size large builds the GPU sizes (GPT-2 small, a 12-layer encoder at sequence 512); on the "
