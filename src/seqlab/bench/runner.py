@@ -90,7 +90,7 @@ def run_encoder_train(rounds: int = 7, device: str = "cpu", size: str = "default
             f"{f / 1e9:.1f} GFLOP of matrix products per step (forward + backward). By wall time: seqlab "
             f"{s_rate / 1e9:.1f} GFLOP/s = {100 * s_rate / peak:.0f}% of the measured float32 GEMM rate "
             f"of seqlab's BLAS, {seqlab_mkl.describe()} "
-            f"({peak / 1e9:.1f} GFLOP/s, best of the `gemm` shapes), torch {t_rate / 1e9:.1f} GFLOP/s = "
+            f"({peak / 1e9:.1f} GFLOP/s, best of the `gemm` shapes and rounds), torch {t_rate / 1e9:.1f} GFLOP/s = "
             f"{100 * t_rate / peak:.0f}%. By CPU time: seqlab {s_cpu / 1e9:.1f} of {peak_cpu / 1e9:.1f} GFLOP/s = "
             f"{100 * s_cpu / peak_cpu:.0f}%, torch {100 * t_cpu / peak_cpu:.0f}%")
     return _train(encoder_train, rounds, gflops, device, size)
