@@ -133,6 +133,7 @@ def test_attention_gradients_come_back_in_the_heads_split_layout(dtype):
     grads = op.backward(g)[:3]
     for got in grads:
         assert got.dtype == dtype and got.swapaxes(1, 2).flags.c_contiguous  # (B, T, H, D) in memory
+        assert np.shares_memory(got.swapaxes(1, 2).reshape(B, T, H * D), got)  # the heads merge back as a view
     tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in arrays)
     TF.scaled_dot_product_attention(tq, tk, tv, scale=0.5).backward(torch.from_numpy(g))
     tol = {"rtol": 1e-4, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-10, "atol": 1e-12}

@@ -64,6 +64,9 @@ CASES = {
     "2-D b broadcast": lambda: (f32(2, 3, 5, 6), f32(6, 4), {}),
     "batch broadcast": lambda: (f32(3, 5, 6), f32(2, 1, 6, 4), {}),
     "into interleaved out": lambda: (f32(2, 3, 5, 6), f32(2, 3, 6, 4), {"out": _interleaved_out()}),
+    # attention's dk = alpha · dSᵀ q, written as (B, T, H, D) memory
+    "a transposed into interleaved out, alpha": lambda: (f32(2, 3, 6, 5).swapaxes(-1, -2), f32(2, 3, 6, 4),
+                                                         {"out": _interleaved_out(), "alpha": 0.125}),
 }
 
 

@@ -40,8 +40,9 @@ def loaded_blas_libraries() -> list[str]:
         return []
     found = {ln.split()[-1] for ln in maps.splitlines() if "/" in ln and
              re.search(r"(openblas|mkl_rt|libblis|libblas)[^/]*\.so", ln.split()[-1])}
-    # MKL last: when seqlab.mkl loaded it beside NumPy's OpenBLAS, "NumPy's BLAS" is the other one
-    return sorted(found, key=lambda path: ("mkl_rt" in Path(path).name, path))
+    # NumPy's own first (its wheels put it in numpy.libs; another library's OpenBLAS, e.g. SciPy's, after),
+    # then MKL last: when seqlab.mkl loaded it beside NumPy's OpenBLAS, "NumPy's BLAS" is the other one
+    return sorted(found, key=lambda path: ("numpy" not in path.lower(), "mkl_rt" in Path(path).name, path))
 
 
 @functools.lru_cache(maxsize=None)
@@ -100,7 +101,7 @@ def openblas_kernels() -> str | None:
     A DYNAMIC_ARCH OpenBLAS picks its kernels for the CPU when it loads, unless
     OPENBLAS_CORETYPE names them; the kernels set the float32 GEMM rate (on an
     AVX-512 AMD EPYC, SkylakeX's ran ~200 GFLOP/s on one core, Haswell's ~114).
-    When that variable chose them, the text says so.
+    When that variable is set (and the build reads it), the text says so.
     """
     core = _c_string(_OPENBLAS_CORE)
     if core is None:
@@ -108,9 +109,11 @@ def openblas_kernels() -> str | None:
     config = (_c_string(_OPENBLAS_CONFIG) or "").split()
     version = config[1] if len(config) > 1 and config[0] == "OpenBLAS" else ""
     version = ".".join(version.split(".")[:3])  # 0.3.31.188.0 (scipy-openblas's build number) -> 0.3.31
-    forced = os.environ.get("OPENBLAS_CORETYPE")
     text = f"OpenBLAS {version}".rstrip() + f", {core} kernels"
-    return text + (f", chosen by OPENBLAS_CORETYPE={forced}" if forced else "")
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    if forced and "DYNAMIC_ARCH" in config:  # only such a build reads it, when it loads (an unknown name: ignored)
+        text += f", under OPENBLAS_CORETYPE={forced}"
+    return text
 
 
 @contextlib.contextmanager

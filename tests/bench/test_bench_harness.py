@@ -64,19 +64,22 @@ def test_results_section_replaces_itself_and_keeps_other_sections(tmp_path):
     assert f"({info['numpy_blas']})," in section({1: [r]}, older, "seqlab bench gpt-train")
 
 
-def test_openblas_kernels_names_the_kernels_and_the_variable_that_chose_them():
+def test_openblas_kernels_names_the_kernels_and_the_variable_set_for_them():
     import os
     import re
 
-    from seqlab.blas import loaded_blas_libraries, openblas_kernels
+    from seqlab import blas
 
-    text = openblas_kernels()
-    if not any("openblas" in p for p in loaded_blas_libraries()):
+    text = blas.openblas_kernels()
+    libraries = blas.loaded_blas_libraries()
+    if not any("openblas" in p for p in libraries):
         assert text is None
         return
-    assert re.fullmatch(r"OpenBLAS \d+\.\d+\.\d+, \w+ kernels(, chosen by OPENBLAS_CORETYPE=\S+)?", text), text
+    assert "numpy" in libraries[0].lower()  # NumPy's own library is the one asked (its wheels: numpy.libs)
+    assert re.fullmatch(r"OpenBLAS \d+\.\d+\.\d+, \w+ kernels(, under OPENBLAS_CORETYPE=\S+)?", text), text
     forced = os.environ.get("OPENBLAS_CORETYPE")  # read, never changed: this environment's choice, if any
-    assert text.endswith(f", chosen by OPENBLAS_CORETYPE={forced}") if forced else "chosen by" not in text
+    reads_it = "DYNAMIC_ARCH" in (blas._c_string(blas._OPENBLAS_CONFIG) or "")
+    assert text.endswith(f", under OPENBLAS_CORETYPE={forced}") if forced and reads_it else "under" not in text
     if forced and forced.lower() in ("haswell", "skylakex", "sandybridge"):  # names OpenBLAS reports as given
         assert text.split(", ")[1].lower() == f"{forced.lower()} kernels"
     assert f"({text})" in version_line()  # `seqlab --version` says it too
@@ -85,6 +88,7 @@ def test_openblas_kernels_names_the_kernels_and_the_variable_that_chose_them():
 def test_recorded_commands_carry_the_openblas_variables_they_ran_under(tmp_path, capsys):
     assert harness.blas_env_prefix({"PATH": "/bin"}) == ""
     assert harness.blas_env_prefix({"OPENBLAS_CORETYPE": "Haswell"}) == "OPENBLAS_CORETYPE=Haswell "
+    assert harness.blas_env_prefix({"OPENBLAS_CORETYPE": "a b"}) == "OPENBLAS_CORETYPE='a b' "  # shell-quoted
     both = {"OPENBLAS_L2_SIZE": "512", "OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_NUM_THREADS": "1"}
     assert harness.blas_env_prefix(both) == "OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=512 "
     # a run's JSON record starts its command with what this environment sets (read, not changed)

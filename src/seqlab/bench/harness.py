@@ -12,6 +12,7 @@ import datetime
 import os
 import platform
 import re
+import shlex
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -82,7 +83,7 @@ def blas_env_prefix(environ=None) -> str:
     environment by default; '' when none is), put before a recorded command so that it says what the run
     ran under."""
     environ = os.environ if environ is None else environ
-    return "".join(f"{name}={environ[name]} " for name in BLAS_ENV if environ.get(name))
+    return "".join(f"{name}={shlex.quote(environ[name])} " for name in BLAS_ENV if environ.get(name))
 
 
 def numpy_blas_text(info: dict) -> str:
