@@ -221,6 +221,8 @@ def test_module_init_must_be_called():
 
     with pytest.raises(RuntimeError, match="super"):
         Bad()
+    half = Bad.__new__(Bad)  # no stores yet: a missing attribute is an AttributeError, as on any object
+    assert not hasattr(half, "lin") and not hasattr(half, "training")
 
 
 def test_repr_and_num_parameters():
