@@ -92,17 +92,18 @@ class Function:
 
         fn = cls()
         arrays = [x.data if isinstance(x, Tensor) else x for x in inputs]
+        needs = ()
         if getattr(_state, "enabled", True):  # is_grad_enabled(), inlined
             # set before forward, so a forward can skip keeping what no backward will read
-            fn.needs_input_grad = tuple(isinstance(x, Tensor) and x.requires_grad for x in inputs)
+            fn.needs_input_grad = needs = tuple([isinstance(x, Tensor) and x.requires_grad for x in inputs])
         out = fn.forward(*arrays, **params)
         if isinstance(out, np.generic):  # NumPy reductions return scalars; keep 0-d arrays
             out = np.asarray(out)
-        if any(fn.needs_input_grad):
+        if True in needs:
             # the graph links Functions, not tensors: an input that an op made is represented by that op
             # (its creator), so the graph holds no intermediate tensor and no array that no backward
             # saved. A leaf (a parameter, a user's input) stands for itself: its .grad is filled in.
-            fn.parents = tuple(_graph_node(x) if needs else None for x, needs in zip(inputs, fn.needs_input_grad))
+            fn.parents = tuple([(x if x._ctx is None else x._ctx) if need else None for x, need in zip(inputs, needs)])
             t = Tensor._from_op(out, fn)
             fn.out_shape, fn.out_dtype, fn.out_ref = out.shape, out.dtype, weakref.ref(t)
             return t, fn
@@ -118,11 +119,6 @@ def _tensor_class():
 
     _Tensor = Tensor
     return Tensor
-
-
-def _graph_node(t):
-    """What stands for the input tensor `t` in the graph: its creator Function, or `t` itself if a leaf."""
-    return t if t._ctx is None else t._ctx
 
 
 class IndexGrad:
