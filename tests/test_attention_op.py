@@ -141,6 +141,20 @@ def test_attention_gradients_come_back_in_the_heads_split_layout(dtype):
         np.testing.assert_allclose(got, want.grad.numpy(), **tol)
 
 
+def test_leaves_fed_straight_into_attention_get_their_grads_in_c_order():
+    """Attention's backward writes dq, dk, dv strided (the heads-split layout); leaves in C order still get
+    a C-order .grad, as torch's layout contract gives, with torch's values."""
+    rng = np.random.default_rng(6)
+    arrays = [rng.standard_normal((2, 3, 5, 4)).astype(np.float32) for _ in range(3)]
+    q, k, v = (seqlab.tensor(a, requires_grad=True) for a in arrays)
+    F.scaled_dot_product_attention(q, k, v).sum().backward()
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in arrays)
+    TF.scaled_dot_product_attention(tq, tk, tv).sum().backward()
+    for got, want in zip((q, k, v), (tq, tk, tv)):
+        assert got.grad.flags.c_contiguous
+        np.testing.assert_allclose(got.grad, want.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
 def test_attention_returns_weights_that_sum_to_one():
     q, k, v = seqlab.randn(2, 4, 3), seqlab.randn(2, 6, 3), seqlab.randn(2, 6, 3)
     out, w = F.attention(q, k, v, is_causal=True)

@@ -138,8 +138,11 @@ def run_backward(root, grad, retain_graph: bool = False) -> None:
             if g is None:
                 continue
             if node.grad is None:
-                # a copy unless the engine owns it: backward may hand one array to several inputs
-                node.grad = g if is_owned else g.copy()
+                # a copy unless the engine owns it: backward may hand one array to several inputs. As torch's
+                # layout contract: a leaf in C order gets its .grad in C order (an op's backward may write
+                # it strided, e.g. attention's dq in the heads-split layout), so optimizers see plain arrays
+                node.grad = g if is_owned and (g.flags.c_contiguous or not node.data.flags.c_contiguous) \
+                    else g.copy()
             else:
                 node.grad = node.grad + g
             continue
