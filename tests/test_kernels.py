@@ -253,6 +253,28 @@ def test_gelu_special_values(on, approximate):
     assert kernels.gelu_forward(np.array([np.inf], np.float32), approximate)[0] == np.inf
 
 
+def test_gelu_backward_from_the_output_is_as_close_to_float64(on):
+    """The exact GELU's backward as the op runs it, Φ(x) = y/x from the forward's output: within the same
+    bound of float64 as the kernel that computes Φ again, and torch's values at the special points."""
+    from seqlab.autograd.ops import activation
+    from seqlab import _numba_kernels as compiled
+
+    x = np.concatenate([np.linspace(-14, 14, 200_001), rng.standard_normal(50_000) * 3,
+                        [0.0, -0.0, 1e-45, -1e-45, 1e-30, -1e-30, 2.0 ** -60, 40.0, -40.0, 1e30, -1e30]]).astype(
+        np.float32)
+    g = f32(x.size)
+    _, want_d = gelu_reference(x, "none")
+    dx = kernels.gelu_backward(x, g, y=kernels.gelu_forward(x))
+    assert dx.dtype == np.float32 and not np.array_equal(dx, kernels.gelu_backward(x, g))  # y/x did run
+    assert np.abs(dx - g * want_d).max() <= 3e-7 * np.abs(g).max()
+    special = np.array([0.0, -0.0, 1e-45, -1e-30, 7.0, -7.0, 40.0, -40.0, 1e30, -1e30, np.nan, -np.inf], np.float32)
+    xt = torch.from_numpy(special)
+    td = torch.ops.aten.gelu_backward(torch.ones_like(xt), xt, approximate="none").numpy()
+    got = kernels.gelu_backward(special, np.ones_like(special), y=kernels.gelu_forward(special))
+    np.testing.assert_allclose(got, td, rtol=1e-6, atol=1e-10)  # NaN exactly where torch's is NaN
+    assert compiled._TINY_SQUARE == np.float32(activation._TINY_SQUARE)
+
+
 def test_gelu_exp_is_within_two_ulp_and_saturates():
     from seqlab import _numba_kernels as compiled
 
@@ -335,10 +357,11 @@ def test_parallel_twins_give_the_same_values_bitwise(two_threads, monkeypatch):
         return (y, xhat, r, *grads, s, *stats, again, kernels.softmax_backward(g, s), kernels.dropout(x, keep, 3.0),
                 kernels.keep_mask(3 * (1 << 14) * 2 + 1, 2**64 - 5, 2**31), *adam_step(),
                 kernels.keyed_dropout(big, 2**64 - 5, 2**31, 1.25), *(f(*a, approximate=m) for m in ("none", "tanh")
-                  for f, a in ((kernels.gelu_forward, (x,)), (kernels.gelu_backward, (x, g)))))
+                  for f, a in ((kernels.gelu_forward, (x,)), (kernels.gelu_backward, (x, g)))),
+                kernels.gelu_backward(x, g, y=kernels.gelu_forward(x)))
 
     twins = {n for n in dir(compiled) if n.endswith("_parallel") and not n.startswith("_")}
-    assert len(twins) == 10
+    assert len(twins) == 11
     called = set()
     for name in twins:
         real = getattr(compiled, name)
@@ -477,7 +500,7 @@ def test_the_ops_really_call_the_kernels(on, monkeypatch):
 
     called = set()
     names = {"layer_norm_forward", "layer_norm_backward", "softmax", "softmax_backward", "scale_kept",
-             "gelu_forward", "gelu_backward", "keep_mask", "keyed_dropout"}
+             "gelu_forward", "gelu_erf_backward_from_output", "keep_mask", "keyed_dropout"}
     for name in names:
         real = getattr(compiled, name)
         monkeypatch.setattr(compiled, name, lambda *a, _real=real, _name=name: (called.add(_name), _real(*a))[1])

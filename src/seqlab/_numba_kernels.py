@@ -190,6 +190,35 @@ def _exp(v):  # pragma: no cover - compiled
 
 # ---- softmax ---------------------------------------------------------------------------------
 
+@_jit
+def _row_max(row, k):  # pragma: no cover - compiled
+    """max(row[0..k]), NaN ignored unless it is row[0] (a row with a NaN gives NaN anyway, through its sum).
+
+    Four running maxima, merged at the end: one chain of compares is bound by each compare's latency, and
+    the compiler does not vectorise a max without being told there are no NaN. A max is exact, so the
+    order gives the same value (the ±0 tie aside, which e^(x − max) does not see).
+    """
+    if k < 8:
+        mx = row[0]
+        for j in range(1, k):
+            mx = row[j] if row[j] > mx else mx
+        return mx
+    a, b, c, d = row[0], row[1], row[2], row[3]
+    j = 4
+    while j + 4 <= k:
+        a = row[j] if row[j] > a else a
+        b = row[j + 1] if row[j + 1] > b else b
+        c = row[j + 2] if row[j + 2] > c else c
+        d = row[j + 3] if row[j + 3] > d else d
+        j += 4
+    while j < k:
+        a = row[j] if row[j] > a else a
+        j += 1
+    a = b if b > a else a
+    c = d if d > c else c
+    return c if c > a else a
+
+
 @_jit_sums
 def _softmax_rows(s, m, t, have_stats, lo, hi):  # pragma: no cover - compiled
     """Per row, in place: s = e^(s − max) / Σ e^(s − max) (`_exp`), the max and the sum stored in m and t;
@@ -204,10 +233,7 @@ def _softmax_rows(s, m, t, have_stats, lo, hi):  # pragma: no cover - compiled
                 row[j] = _exp(row[j] - mx)
             total = t[i]
         else:
-            mx = row[0]
-            for j in range(1, k):
-                if row[j] > mx:
-                    mx = row[j]
+            mx = _row_max(row, k)
             if mx == -np.inf:
                 mx = _f(0.0)
             m[i] = mx
@@ -386,6 +412,7 @@ _P0, _P1, _P2, _P3, _P4, _P5, _P6, _P7 = (_f(7.97885152e-01), _f(3.63319829e-02)
                                           _f(2.83479384e-09), _f(-2.07066159e-11))
 _CDF_CLIP = _f(6.5)
 _INV_SQRT_2PI = _f(0.3989422804014327)
+_TINY_SQUARE = _f(2.0 ** -120)  # activation._TINY_SQUARE: below it y = x·Φ(x) may be subnormal and y/x not Φ
 _A = _f(0.7978845608028654)  # √(2/π): tanh GELU's u = x·(A + B·x²)
 _B = _f(0.7978845608028654 * 0.044715)
 
@@ -416,6 +443,18 @@ def _gelu_erf_grad_values(x, g, out, lo, hi):  # pragma: no cover - compiled
     for i in range(xs.shape[0]):
         v = xs[i]
         outs[i] = gs[i] * (_normal_cdf(v) + v * _INV_SQRT_2PI * _exp(-_HALF * v * v))
+
+
+@_jit_values
+def _gelu_erf_grad_from_output_values(x, y, g, out, lo, hi):  # pragma: no cover - compiled
+    """out = g·(Φ(x) + x·φ(x)) with Φ(x) = y/x from GELU's output y = x·Φ(x) (½ where x² < _TINY_SQUARE,
+    as the NumPy path): one division in place of Φ's fit, its e^x and its division."""
+    xs, ys, gs, outs = x[lo:hi], y[lo:hi], g[lo:hi], out[lo:hi]
+    for i in range(xs.shape[0]):
+        v = xs[i]
+        s = v * v
+        cdf = ys[i] / v if s >= _TINY_SQUARE else _HALF
+        outs[i] = gs[i] * (cdf + v * _INV_SQRT_2PI * _exp(-_HALF * s))
 
 
 @_jit_values
@@ -485,6 +524,21 @@ def gelu_backward_parallel(x, g, tanh, out):  # pragma: no cover - compiled
     n = x.shape[0]
     for c in prange(_blocks(n, FLAT)):
         _gelu_backward_block(x, g, tanh, out, c * FLAT, min(n, (c + 1) * FLAT))
+
+
+@_jit
+def gelu_erf_backward_from_output(x, y, g, out):  # pragma: no cover - compiled
+    """out = g · GELU'(x) for the exact GELU, given its output y (flat float32 arrays; `out` may be `g`)."""
+    n = x.shape[0]
+    for c in range(_blocks(n, FLAT)):
+        _gelu_erf_grad_from_output_values(x, y, g, out, c * FLAT, min(n, (c + 1) * FLAT))
+
+
+@_jit_parallel
+def gelu_erf_backward_from_output_parallel(x, y, g, out):  # pragma: no cover - compiled
+    n = x.shape[0]
+    for c in prange(_blocks(n, FLAT)):
+        _gelu_erf_grad_from_output_values(x, y, g, out, c * FLAT, min(n, (c + 1) * FLAT))
 
 
 # ---- Adam / AdamW ----------------------------------------------------------------------------

@@ -297,11 +297,19 @@ def gelu_forward(x, approximate: str = "none", out=None):
     return out
 
 
-def gelu_backward(x, grad, approximate: str = "none"):
-    """grad · GELU'(x) as a new array; x and grad the same shape."""
+def gelu_backward(x, grad, approximate: str = "none", y=None):
+    """grad · GELU'(x) as a new array; x and grad the same shape.
+
+    `y`: the forward's output x·Φ(x), for the exact GELU. Φ(x) is then y/x, one division instead of
+    Φ's fit (as the NumPy path does); the tanh form computes its factor again either way.
+    """
     k = _kernels(x, grad) if x.shape == grad.shape else None
     if k is None:
         return None
     out = np.empty_like(x)
+    if y is not None and approximate != "tanh" and y.shape == x.shape and _kernels(y) is not None:
+        _twin(k, "gelu_erf_backward_from_output", x.size)(x.reshape(-1), y.reshape(-1), grad.reshape(-1),
+                                                          out.reshape(-1))
+        return out
     _twin(k, "gelu_backward", x.size)(x.reshape(-1), grad.reshape(-1), approximate == "tanh", out.reshape(-1))
     return out

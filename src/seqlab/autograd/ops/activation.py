@@ -247,7 +247,8 @@ class GELU(Function):
     d/dx x Φ(x) = Φ(x) + x φ(x), φ(x) = e^(−x²/2)/√(2π). Forward and backward
     run block by block (`run_blocked`); the kernels above hold the formulas.
     With Numba, float32 on the CPU runs them as one compiled pass instead
-    (`seqlab.kernels.gelu_forward` / `gelu_backward`, the same Φ fit).
+    (`seqlab.kernels.gelu_forward` / `gelu_backward`, the same Φ fit; backward
+    also takes Φ(x) as y/x there).
     Backward keeps x and the output y = x·Φ(x) (or x·h, h = ½(1 + tanh u)),
     and gets Φ(x) (or h) back as y/x: the output is usually saved anyway by
     the layer that reads it (the feed-forward's second Linear), so GELU adds
@@ -277,7 +278,7 @@ class GELU(Function):
         x, y = self.saved
         xp = xp_of(x)
         grad = _c_order(grad)
-        fast = kernels.gelu_backward(x, grad, self.approximate)
+        fast = kernels.gelu_backward(x, grad, self.approximate, y=y)
         if fast is not None:
             return (fast,)
         out = xp.empty(x.shape, dtype=x.dtype)
