@@ -96,6 +96,10 @@ def test_softmax_rows_match_float64_and_give_zero_rows_for_all_blocked(on):
     np.testing.assert_allclose(gt, t, rtol=1e-6)
     again, _ = kernels.softmax_rows(s.copy(), stats=(gm, gt))  # from the saved statistics: bitwise the same
     assert np.array_equal(again, got)
+    before = s.copy()
+    for stats in (None, (gm, gt)):  # out of place: the input is read, not written, and the values are the same
+        out, _ = kernels.softmax_rows(s, stats=stats, in_place=False)
+        assert out is not s and np.array_equal(out, got) and np.array_equal(s, before, equal_nan=True)
 
 
 def test_softmax_array_takes_the_kernel_along_the_last_axis_only(on, monkeypatch):
