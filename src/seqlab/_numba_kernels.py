@@ -220,27 +220,26 @@ def _row_max(row, k):  # pragma: no cover - compiled
 
 
 @_jit_sums
-def _softmax_rows(x, s, m, t, have_stats, lo, hi):  # pragma: no cover - compiled
-    """Per row: s = e^(x − max) / Σ e^(x − max) (`_exp`; `s` may be `x`), the max and the sum stored in m
-    and t; a row of −inf only gives 0s (max 0, sum 1). `have_stats`: m and t are given and used (no
-    reductions), so the same row gives the same values bitwise."""
+def _softmax_rows(s, m, t, have_stats, lo, hi):  # pragma: no cover - compiled
+    """Per row, in place: s = e^(s − max) / Σ e^(s − max) (`_exp`), the max and the sum stored in m and t;
+    a row of −inf only gives 0s (max 0, sum 1). `have_stats`: m and t are given and used (no reductions),
+    so the same row gives the same values bitwise."""
     k = s.shape[1]
     for i in range(lo, hi):
-        src = x[i]
         row = s[i]
         if have_stats:
             mx = m[i]
             for j in range(k):
-                row[j] = _exp(src[j] - mx)
+                row[j] = _exp(row[j] - mx)
             total = t[i]
         else:
-            mx = _row_max(src, k)
+            mx = _row_max(row, k)
             if mx == -np.inf:
                 mx = _f(0.0)
             m[i] = mx
             total = _f(0.0)
             for j in range(k):
-                e = _exp(src[j] - mx)
+                e = _exp(row[j] - mx)
                 row[j] = e
                 total += e
             if total == 0:
@@ -251,18 +250,28 @@ def _softmax_rows(x, s, m, t, have_stats, lo, hi):  # pragma: no cover - compile
 
 
 @_jit_sums
-def softmax(x, s, m, t, have_stats):  # pragma: no cover - compiled
-    """s (N, K) = the softmax of x's rows (`s` may be `x`); m, t (N,)."""
+def _softmax_block(x, s, copy_in, m, t, have_stats, lo, hi):  # pragma: no cover - compiled
+    """Rows lo..hi; `copy_in`: x's rows are copied into s first, a block at a time in cache (the row loops
+    then touch s alone: loops that read one array and write another are not vectorised where the two
+    may overlap, as they do when x is s)."""
+    if copy_in:
+        s[lo:hi] = x[lo:hi]
+    _softmax_rows(s, m, t, have_stats, lo, hi)
+
+
+@_jit_sums
+def softmax(x, s, copy_in, m, t, have_stats):  # pragma: no cover - compiled
+    """s (N, K) = the softmax of x's rows (`copy_in` False: of s's own, in place, with x unused); m, t (N,)."""
     n = s.shape[0]
     for c in range(_blocks(n, ROWS)):
-        _softmax_rows(x, s, m, t, have_stats, c * ROWS, min(n, (c + 1) * ROWS))
+        _softmax_block(x, s, copy_in, m, t, have_stats, c * ROWS, min(n, (c + 1) * ROWS))
 
 
 @_jit_sums_parallel
-def softmax_parallel(x, s, m, t, have_stats):  # pragma: no cover - compiled
+def softmax_parallel(x, s, copy_in, m, t, have_stats):  # pragma: no cover - compiled
     n = s.shape[0]
     for c in prange(_blocks(n, ROWS)):
-        _softmax_rows(x, s, m, t, have_stats, c * ROWS, min(n, (c + 1) * ROWS))
+        _softmax_block(x, s, copy_in, m, t, have_stats, c * ROWS, min(n, (c + 1) * ROWS))
 
 
 @_jit
