@@ -279,6 +279,24 @@ def test_gelu_backward_from_the_output_is_as_close_to_float64(on):
     assert compiled._TINY_SQUARE == np.float32(activation._TINY_SQUARE)
 
 
+def test_embedding_backward_is_add_at_bitwise(on):
+    """Rows summed by id in position order, as np.add.at: the same bits, repeated ids included; ids the
+    kernel does not take (out of range, not integers, not 1-D) are left to the caller's formula."""
+    from seqlab.autograd.ops import fused
+
+    ids = np.concatenate([rng.integers(0, 50, 3000), np.full(40, 7)])  # id 7 many times over
+    g = f32(ids.size, 200, scale=1e3)
+    want = np.zeros((50, 200), np.float32)
+    np.add.at(want, ids, g)
+    got = kernels.embedding_backward(ids, g, 50)
+    assert got.dtype == np.float32 and np.array_equal(got, want)
+    assert np.array_equal(fused.embedding_backward(ids.astype(np.int32), g, 50), want)  # the op's path
+    assert kernels.embedding_backward(ids, g, 40) is None  # id 49 is out of range for 40 rows
+    assert kernels.embedding_backward(ids.astype(np.float64), g, 50) is None
+    assert kernels.embedding_backward(ids.reshape(-1, 1), g, 50) is None
+    assert kernels.embedding_backward(ids, g.astype(np.float64), 50) is None
+
+
 def test_gelu_exp_is_within_two_ulp_and_saturates():
     from seqlab import _numba_kernels as compiled
 
@@ -347,6 +365,7 @@ def test_parallel_twins_give_the_same_values_bitwise(two_threads, monkeypatch):
     x, g, w, b = f32(100, 48), f32(100, 48), f32(48), f32(48)  # 4 blocks of rows, the last one short
     keep = rng.random(x.shape) > 0.5
     big = f32(3 * (1 << 14) + 5)  # 4 blocks, the last one short
+    ids, wide = rng.integers(0, 7, 100), f32(100, 150)
 
     def adam_step():
         p, m, v = big.copy(), big * 0.1, big * big
@@ -362,10 +381,11 @@ def test_parallel_twins_give_the_same_values_bitwise(two_threads, monkeypatch):
                 kernels.keep_mask(3 * (1 << 14) * 2 + 1, 2**64 - 5, 2**31), *adam_step(),
                 kernels.keyed_dropout(big, 2**64 - 5, 2**31, 1.25), *(f(*a, approximate=m) for m in ("none", "tanh")
                   for f, a in ((kernels.gelu_forward, (x,)), (kernels.gelu_backward, (x, g)))),
-                kernels.gelu_backward(x, g, y=kernels.gelu_forward(x)))
+                kernels.gelu_backward(x, g, y=kernels.gelu_forward(x)),
+                kernels.embedding_backward(ids, wide, 7))  # 7 rows in the twin's 8 blocks: one block empty
 
     twins = {n for n in dir(compiled) if n.endswith("_parallel") and not n.startswith("_")}
-    assert len(twins) == 11
+    assert len(twins) == 12
     called = set()
     for name in twins:
         real = getattr(compiled, name)
@@ -504,11 +524,12 @@ def test_the_ops_really_call_the_kernels(on, monkeypatch):
 
     called = set()
     names = {"layer_norm_forward", "layer_norm_backward", "softmax", "softmax_backward", "scale_kept",
-             "gelu_forward", "gelu_erf_backward_from_output", "keep_mask", "keyed_dropout"}
+             "gelu_forward", "gelu_erf_backward_from_output", "keep_mask", "keyed_dropout", "embedding_backward"}
     for name in names:
         real = getattr(compiled, name)
         monkeypatch.setattr(compiled, name, lambda *a, _real=real, _name=name: (called.add(_name), _real(*a))[1])
-    xs = seqlab.tensor(f32(3, 8), requires_grad=True)
+    table = seqlab.tensor(f32(5, 8), requires_grad=True)
+    xs = F.embedding(np.array([4, 0, 4]), table)
     seqlab.manual_seed(0)
     y = F.dropout(F.softmax(F.gelu(F.layer_norm(xs, (8,))), dim=-1), p=0.5, training=True)
     q = y.reshape(1, 1, 3, 8)

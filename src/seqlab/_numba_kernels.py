@@ -587,3 +587,35 @@ def adam_parallel(p, g, m, v, c):  # pragma: no cover - compiled
     n = p.shape[0]
     for b in prange(_blocks(n, FLAT)):
         _adam_values(p, g, m, v, c, b * FLAT, min(n, (b + 1) * FLAT))
+
+
+# ---- the embedding's gradient ----------------------------------------------------------------
+EMBEDDING_BLOCKS = 8  # the parallel twin's blocks of output rows
+
+
+@_jit_exact
+def _embedding_add_rows(ids, g, out, lo, hi):  # pragma: no cover - compiled
+    """out[ids[n]] += g[n] for n = 0, 1, ... in order, where lo ≤ ids[n] < hi: each value is summed in the
+    order np.add.at sums it, so the same bits; no fastmath, so no other order."""
+    d = g.shape[1]
+    for n in range(ids.shape[0]):
+        r = ids[n]
+        if lo <= r < hi:
+            row = out[r]
+            src = g[n]
+            for j in range(d):
+                row[j] += src[j]
+
+
+@_jit_exact
+def embedding_backward(ids, g, out):  # pragma: no cover - compiled
+    """out (rows, D), zeros on entry, += g (N, D)'s rows at ids (N,)."""
+    _embedding_add_rows(ids, g, out, 0, out.shape[0])
+
+
+@_jit_exact_parallel
+def embedding_backward_parallel(ids, g, out):  # pragma: no cover - compiled
+    rows = out.shape[0]
+    size = _blocks(rows, EMBEDDING_BLOCKS)
+    for c in prange(EMBEDDING_BLOCKS):  # threads own disjoint rows (each scans all ids): no two write one value
+        _embedding_add_rows(ids, g, out, c * size, min(rows, (c + 1) * size))

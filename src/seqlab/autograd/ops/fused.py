@@ -246,9 +246,14 @@ def embedding_backward(ids, grad, num_rows: int):
     `np.add.at` visits one element at a time; on NumPy this is instead the
     product Sᵀ·grad with S the (N, num_rows) one-hot matrix of the ids, kept
     sparse (CSR, ids sorted stably so each row sums in position order, as
-    add.at does). ~15x faster at vocab 8,000, N = 2,048, D = 256.
+    add.at does). ~15x faster at vocab 8,000, N = 2,048, D = 256. With the
+    compiled kernels (`seqlab.kernels.embedding_backward`), the rows are added
+    in place in add.at's order instead (~1.5x faster again).
     """
     xp = xp_of(grad)
+    fast = kernels.embedding_backward(ids, grad, num_rows)  # compiled: the rows added in place, in add.at's order
+    if fast is not None:
+        return fast
     if xp is not np:  # pragma: no cover - needs a GPU; CuPy's add.at is an atomic scatter
         gw = xp.zeros((num_rows, grad.shape[1]), dtype=grad.dtype)
         xp.add.at(gw, ids, grad)
