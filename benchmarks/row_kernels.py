@@ -63,7 +63,7 @@ def _softmax(rng, shape):
     xt = torch.from_numpy(x).requires_grad_(True)
     yt = torch.softmax(xt, -1)
     gt = torch.from_numpy(g)
-    return [("forward", lambda: softmax_array(x.copy(), -1, overwrite=True), lambda: torch.softmax(xt, -1)),
+    return [("forward", lambda: softmax_array(x, -1), lambda: torch.softmax(xt, -1)),  # out of place, as F.softmax
             ("backward", lambda: op.backward(g), lambda: torch.autograd.grad(yt, [xt], gt, retain_graph=True))]
 
 

@@ -250,28 +250,18 @@ def _softmax_rows(s, m, t, have_stats, lo, hi):  # pragma: no cover - compiled
 
 
 @_jit_sums
-def _softmax_block(x, s, copy_in, m, t, have_stats, lo, hi):  # pragma: no cover - compiled
-    """Rows lo..hi; `copy_in`: x's rows are copied into s first, a block at a time in cache (the row loops
-    then touch s alone: loops that read one array and write another are not vectorised where the two
-    may overlap, as they do when x is s)."""
-    if copy_in:
-        s[lo:hi] = x[lo:hi]
-    _softmax_rows(s, m, t, have_stats, lo, hi)
-
-
-@_jit_sums
-def softmax(x, s, copy_in, m, t, have_stats):  # pragma: no cover - compiled
-    """s (N, K) = the softmax of x's rows (`copy_in` False: of s's own, in place, with x unused); m, t (N,)."""
+def softmax(s, m, t, have_stats):  # pragma: no cover - compiled
+    """s (N, K) in place; m, t (N,)."""
     n = s.shape[0]
     for c in range(_blocks(n, ROWS)):
-        _softmax_block(x, s, copy_in, m, t, have_stats, c * ROWS, min(n, (c + 1) * ROWS))
+        _softmax_rows(s, m, t, have_stats, c * ROWS, min(n, (c + 1) * ROWS))
 
 
 @_jit_sums_parallel
-def softmax_parallel(x, s, copy_in, m, t, have_stats):  # pragma: no cover - compiled
+def softmax_parallel(s, m, t, have_stats):  # pragma: no cover - compiled
     n = s.shape[0]
     for c in prange(_blocks(n, ROWS)):
-        _softmax_block(x, s, copy_in, m, t, have_stats, c * ROWS, min(n, (c + 1) * ROWS))
+        _softmax_rows(s, m, t, have_stats, c * ROWS, min(n, (c + 1) * ROWS))
 
 
 @_jit

@@ -217,10 +217,9 @@ def softmax_rows(s, stats: tuple | None = None, in_place: bool = True):
     k = _kernels(s)
     if k is None or s.ndim == 0:
         return None
-    x2 = s.reshape(-1, s.shape[-1])  # a view: s is C-ordered
     if not in_place:
-        s = np.empty_like(s)  # the kernel copies x's rows in as it goes: no separate pass
-    s2 = s.reshape(-1, s.shape[-1])
+        s = s.copy()
+    s2 = s.reshape(-1, s.shape[-1])  # a view: s is C-ordered
     keep = s.shape[:-1] + (1,)
     if stats is None:
         m = np.empty(s2.shape[0], _FLOAT32)
@@ -228,7 +227,7 @@ def softmax_rows(s, stats: tuple | None = None, in_place: bool = True):
     else:
         m = np.ascontiguousarray(stats[0], dtype=_FLOAT32).reshape(-1)
         total = np.ascontiguousarray(stats[1], dtype=_FLOAT32).reshape(-1)
-    _twin(k, "softmax", s2.size)(x2, s2, not in_place, m, total, stats is not None)
+    _twin(k, "softmax", s2.size)(s2, m, total, stats is not None)
     return s, (m.reshape(keep), total.reshape(keep))
 
 
