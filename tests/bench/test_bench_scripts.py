@@ -57,6 +57,7 @@ BAD_ARGUMENTS = [  # (script, arguments, words the message must contain): exit c
     ("engine_ab.py", ["no-such-benchmark"], ["no-such-benchmark"]),
     ("engine_ab.py", ["gpt-train", "--switch", "gpu"], ["--switch", "gpu"]),
     ("row_kernels.py", ["--repeats", "0"], ["--repeats"]),
+    ("blas_spin.py", ["--repeats", "0"], ["--repeats"]),
 ]
 
 RUNTIME_ERRORS = [  # (script, arguments, words): exit code 1, one `error:` line
@@ -111,4 +112,5 @@ def test_help_exits_0(script):
 def test_the_scripts_are_all_covered():
     """A new script in benchmarks/ gets its --help checked above; this keeps the list of known ones honest."""
     assert {"ops.py", "distributed.py", "shakespeare_train.py", "step_time.py", "kv_cache.py",
-            "elementwise_threads.py", "gemm.py", "bert_infer.py", "engine_ab.py", "row_kernels.py"} <= set(SCRIPTS)
+            "elementwise_threads.py", "gemm.py", "bert_infer.py", "engine_ab.py", "row_kernels.py",
+            "blas_spin.py"} <= set(SCRIPTS)
