@@ -306,6 +306,14 @@ def test_gelu_exp_is_within_two_ulp_and_saturates():
     assert np.all(np.abs(got - want) <= 2 * np.spacing(want.astype(np.float32)))
     assert compiled._exp(np.float32(-90)) == 0 and compiled._exp(np.float32(89)) == np.inf
     assert np.isnan(compiled._exp(np.float32(np.nan)))
+    # GELU's Φ calls the version without range checks: the same values inside the range, and Φ's argument
+    # -2c·P(c²), |c| ≤ the clip, stays well inside it
+    assert np.array_equal(np.array([compiled._exp_in_range(a) for a in v], np.float32), got)
+    from seqlab.autograd.ops import activation
+
+    c = np.linspace(-activation._TANH_CLIP, activation._TANH_CLIP, 10_001)
+    fit = np.polynomial.polynomial.polyval(c * c, np.array(activation._TANH_CDF, np.float64))
+    assert np.abs(2 * c * fit).max() < 30
 
 
 def test_gelu_kernels_use_the_documented_fit_of_phi():
