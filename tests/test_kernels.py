@@ -102,6 +102,16 @@ def test_softmax_rows_match_float64_and_give_zero_rows_for_all_blocked(on):
         assert out is not s and np.array_equal(out, got) and np.array_equal(s, before, equal_nan=True)
 
 
+def test_softmax_rows_with_inf_or_nan_are_nan_as_torch_gives_them(on):
+    """+inf or NaN anywhere in a row (the max's chains and e^x's range checks must let NaN through)."""
+    x = np.array([[np.inf, 1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 7, 8, np.inf], [1, 2, 3, 4, np.nan, 6, 7, 8, 9],
+                  [np.nan, 1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 7, 8, 9]], np.float32)
+    got, _ = kernels.softmax_rows(x.copy())
+    want = torch.softmax(torch.from_numpy(x), -1).numpy()
+    assert np.isnan(got[:4]).all() and np.isnan(want[:4]).all()
+    np.testing.assert_allclose(got[4], want[4], rtol=1e-6)
+
+
 def test_softmax_array_takes_the_kernel_along_the_last_axis_only(on, monkeypatch):
     calls = []
     real = kernels.softmax_rows

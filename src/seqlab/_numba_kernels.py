@@ -196,6 +196,14 @@ def _exp(v):  # pragma: no cover - compiled
 
 # ---- softmax ---------------------------------------------------------------------------------
 
+@_jit_values
+def _exp_at_most_0(v):  # pragma: no cover - compiled
+    """`_exp` for v ≤ 0 (the softmax's x − max): 0 below −87, NaN for NaN, without the check above 88."""
+    under = v < _EXP_MIN
+    e = _exp_in_range(_EXP_MIN if under else v)
+    return _f(0.0) if under else e
+
+
 @_jit
 def _row_max(row, k):  # pragma: no cover - compiled
     """max(row[0..k]), NaN ignored unless it is row[0] (a row with a NaN gives NaN anyway, through its sum).
@@ -236,7 +244,7 @@ def _softmax_rows(s, m, t, have_stats, lo, hi):  # pragma: no cover - compiled
         if have_stats:
             mx = m[i]
             for j in range(k):
-                row[j] = _exp(row[j] - mx)
+                row[j] = _exp_at_most_0(row[j] - mx)
             total = t[i]
         else:
             mx = _row_max(row, k)
@@ -245,7 +253,7 @@ def _softmax_rows(s, m, t, have_stats, lo, hi):  # pragma: no cover - compiled
             m[i] = mx
             total = _f(0.0)
             for j in range(k):
-                e = _exp(row[j] - mx)
+                e = _exp_at_most_0(row[j] - mx)
                 row[j] = e
                 total += e
             if total == 0:
