@@ -468,7 +468,7 @@ def _gelu_erf_grad_from_output_values(x, y, g, out, lo, hi):  # pragma: no cover
         v = xs[i]
         s = v * v
         cdf = ys[i] / v if s >= _TINY_SQUARE else _HALF
-        outs[i] = gs[i] * (cdf + v * _INV_SQRT_2PI * _exp(-_HALF * s))
+        outs[i] = gs[i] * (cdf + v * _INV_SQRT_2PI * _exp_at_most_0(-_HALF * s))
 
 
 @_jit_values
