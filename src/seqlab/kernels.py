@@ -10,9 +10,10 @@ encoder-train's size take ~1/4 of the NumPy time, the softmax's ~1/2 to
 ~1/3, GELU's ~1/3 to ~1/5 (benchmarks/row_kernels.py). Dropout's keep masks
 (SplitMix64 words, `seqlab.random`) are drawn 7-12x faster than NumPy's
 formula and, for plain dropout, made again in backward instead of stored;
-an Adam(W) step is one pass instead of ~14 (~5x); the embedding's gradient is
-its rows added in place by id (~1.5x faster than SciPy's sparse product). Everything else, and
-every other dtype and array library, stays NumPy.
+an Adam(W) step is one pass instead of ~14 (~5x); the embedding's gradient
+is its rows added in place by id (~1.5x faster than SciPy's sparse
+product). Everything else, and every other dtype and array library, stays
+NumPy.
 
 On more than one thread (`seqlab.blas.set_blas_threads`, ``--threads``, or
 NumPy's BLAS count by default) arrays of `MIN_PARALLEL` values or more go to
@@ -43,9 +44,9 @@ import numpy as np
 
 from seqlab.errors import ConfigError
 
-__all__ = ["adam", "describe", "dropout", "embedding_backward", "gelu_backward", "gelu_forward", "keep_mask", "keyed_dropout",
-           "layer_norm_backward", "layer_norm_forward", "library", "set_threads", "softmax_backward",
-           "softmax_rows", "threads", "use"]
+__all__ = ["adam", "describe", "dropout", "embedding_backward", "gelu_backward", "gelu_forward", "keep_mask",
+           "keyed_dropout", "layer_norm_backward", "layer_norm_forward", "library", "set_threads",
+           "softmax_backward", "softmax_rows", "threads", "use"]
 
 _CHOICES = ("auto", "numpy", "numba")
 _FLOAT32 = np.dtype(np.float32)
