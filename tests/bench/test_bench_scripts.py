@@ -58,6 +58,9 @@ BAD_ARGUMENTS = [  # (script, arguments, words the message must contain): exit c
     ("engine_ab.py", ["gpt-train", "--switch", "gpu"], ["--switch", "gpu"]),
     ("row_kernels.py", ["--repeats", "0"], ["--repeats"]),
     ("blas_spin.py", ["--repeats", "0"], ["--repeats"]),
+    ("attention_products.py", ["--shape", "32,4,64"], ["--shape", "B,H,T,D"]),
+    ("attention_products.py", ["--shape", "32,4,0,64"], ["--shape", ">= 1"]),
+    ("attention_products.py", ["--repeats", "0"], ["--repeats"]),
 ]
 
 RUNTIME_ERRORS = [  # (script, arguments, words): exit code 1, one `error:` line
@@ -113,4 +116,16 @@ def test_the_scripts_are_all_covered():
     """A new script in benchmarks/ gets its --help checked above; this keeps the list of known ones honest."""
     assert {"ops.py", "distributed.py", "shakespeare_train.py", "step_time.py", "kv_cache.py",
             "elementwise_threads.py", "gemm.py", "bert_infer.py", "engine_ab.py", "row_kernels.py",
-            "blas_spin.py"} <= set(SCRIPTS)
+            "blas_spin.py", "attention_products.py"} <= set(SCRIPTS)
+
+
+def test_attention_products_times_the_six_products_and_agrees_with_torch():
+    """The script checks each product against torch.matmul before timing it; a tiny shape runs in seconds."""
+    proc = run_script("attention_products.py", "--shape", "2,3,8,4", "--repeats", "1")
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ") and "µs" not in line
+            and not line.startswith("| ---")]
+    assert len(rows) == 7, proc.stdout
+    for row in rows[:6]:  # seqlab µs, GFLOP/s, torch µs and the ratio all present (a tiny shape's rate rounds to 0)
+        seqlab_us, rate, torch_us, ratio = (float(c) for c in row.strip("|").split("|")[2:])
+        assert seqlab_us > 0 and rate >= 0 and torch_us > 0 and ratio > 0, row
