@@ -243,3 +243,65 @@ def test_attention_keeps_weights_for_backward_only_when_short(dropout_p, d):
     (w * drop @ b[2]).backward(g)
     for x, y in zip((q, k, v), b):
         np.testing.assert_allclose(x.grad, y.grad, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("t,d", [(5, 4), (3, 6)])  # Tk > D: backward recomputes the weights; Tk <= D: keeps them
+def test_attention_qkv_equals_splitting_first_bitwise(dtype, t, d):
+    """F.attention_qkv on a packed (B, T, 3E) tensor: the same output, weights and gradients, bitwise, as
+    splitting it into q, k, v first (with dropout, a float mask that gets its own gradient, and causality);
+    the gradient comes back as one C-order (B, T, 3E) array."""
+    rng = np.random.default_rng(8)
+    B, H = 2, 3
+    packed = rng.standard_normal((B, t, 3 * H * d)).astype(dtype)
+    bias = rng.standard_normal((1, H, t, t)).astype(dtype)
+    g = rng.standard_normal((B, H, t, d)).astype(dtype)
+    results = []
+    for split_first in (False, True):
+        x, m = seqlab.tensor(packed, requires_grad=True), seqlab.tensor(bias, requires_grad=True)
+        seqlab.manual_seed(11)
+        if split_first:
+            q, k, v = (p.reshape(B, t, H, d).transpose(1, 2) for p in x.split(H * d, dim=-1))
+            out, w = F.attention(q, k, v, attn_mask=m, dropout_p=0.25, scale=0.7)
+        else:
+            out, w = F.attention_qkv(x, H, attn_mask=m, dropout_p=0.25, scale=0.7)
+            assert isinstance(out._ctx, fused.PackedAttention)
+        out.backward(g)
+        results.append((out.numpy(), w.numpy(), x.grad, m.grad))
+    (out1, w1, gx1, gm1), (out2, w2, gx2, gm2) = results
+    for a, b in [(out1, out2), (w1, w2), (gx1, gx2), (gm1, gm2)]:
+        np.testing.assert_array_equal(a, b)
+    assert gx1.flags.c_contiguous and gx1.shape == packed.shape and gx1.dtype == dtype
+
+
+def test_attention_qkv_matches_torch_with_a_causal_mask():
+    rng = np.random.default_rng(9)
+    B, T, H, D = 2, 6, 2, 4
+    packed = rng.standard_normal((B, T, 3 * H * D)).astype(np.float32)
+    x = seqlab.tensor(packed, requires_grad=True)
+    out, _ = F.attention_qkv(x, H, is_causal=True)
+    out.sum().backward()
+    tx = torch.tensor(packed, requires_grad=True)
+    tq, tk, tv = (p.reshape(B, T, H, D).transpose(1, 2) for p in tx.split(H * D, dim=-1))
+    want = TF.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
+    want.sum().backward()
+    np.testing.assert_allclose(out.numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(x.grad, tx.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_attention_qkv_without_a_gradient_for_qkv_still_gives_the_masks():
+    rng = np.random.default_rng(10)
+    packed = rng.standard_normal((1, 4, 6)).astype(np.float32)
+    m = seqlab.tensor(rng.standard_normal((1, 1, 4, 4)).astype(np.float32), requires_grad=True)
+    out, _ = F.attention_qkv(seqlab.tensor(packed), 1, attn_mask=m)
+    out.sum().backward()
+    q, k, v = (seqlab.tensor(a) for a in np.split(packed, 3, axis=-1))
+    m2 = seqlab.tensor(m.numpy(), requires_grad=True)
+    F.attention(q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1), attn_mask=m2)[0].sum().backward()
+    np.testing.assert_array_equal(m.grad, m2.grad)
+
+
+@pytest.mark.parametrize("shape,heads", [((2, 4, 12), 5), ((2, 4, 13), 1), ((4, 12), 2)])
+def test_attention_qkv_refuses_a_tensor_it_cannot_split(shape, heads):
+    with pytest.raises(ValueError, match=r"\(B, T, 3·E\)"):
+        F.attention_qkv(seqlab.zeros(*shape), heads)

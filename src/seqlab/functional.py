@@ -271,18 +271,39 @@ def attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None, dropout
         raise ValueError(f"query has shape {q.shape} and key {k.shape}: their last dims must match")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"key has shape {k.shape} and value {v.shape}: they need the same length (dim -2)")
-    xp = backend.xp_of(q.data)
-    tq, tk = q.shape[-2], k.shape[-2]
-    bias, block = _mask_parts(attn_mask, is_causal, tq, tk, xp, q.dtype)
-    s = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    return _attention(Fu.Attention, [q, k, v], q.shape, k.shape, v.shape, q.dtype, backend.xp_of(q.data),
+                      attn_mask, dropout_p, is_causal, scale, training, generator)
+
+
+def attention_qkv(qkv: Tensor, num_heads: int, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
+                  scale: float | None = None, training: bool = True, generator=None) -> tuple[Tensor, Tensor]:
+    """`attention` of q, k and v packed in one (B, T, 3·E) tensor, q | k | v along the last axis (a fused
+    in-projection's output, e.g. `nn.MultiheadAttention`'s in_proj or GPT-2's c_attn), each split into
+    `num_heads` heads of E / num_heads: the same (B, H, T, D) output and weights, bitwise, as splitting
+    first. Backward then returns one (B, T, 3·E) gradient (`Fu.PackedAttention`)."""
+    qkv = _t(qkv)
+    if qkv.ndim != 3 or num_heads < 1 or qkv.shape[-1] % (3 * num_heads):
+        raise ValueError(f"attention_qkv needs a (B, T, 3·E) tensor with E divisible by num_heads={num_heads}, "
+                         f"got shape {qkv.shape}")
+    B, T, E3 = qkv.shape
+    heads = (B, num_heads, T, E3 // (3 * num_heads))
+    return _attention(Fu.PackedAttention, [qkv], heads, heads, heads, qkv.dtype, backend.xp_of(qkv.data),
+                      attn_mask, dropout_p, is_causal, scale, training, generator, heads=num_heads)
+
+
+def _attention(op, inputs, q_shape, k_shape, v_shape, dtype, xp, attn_mask, dropout_p, is_causal, scale,
+               training, generator, **params) -> tuple[Tensor, Tensor]:
+    """Masks, scale and dropout's keep mask for `op` (Attention or PackedAttention) on `inputs`."""
+    tq, tk = q_shape[-2], k_shape[-2]
+    bias, block = _mask_parts(attn_mask, is_causal, tq, tk, xp, dtype)
+    s = 1.0 / math.sqrt(q_shape[-1]) if scale is None else scale
     keep = None
     if dropout_p > 0.0 and training:
-        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2],
+        batch = np.broadcast_shapes(q_shape[:-2], k_shape[:-2], v_shape[:-2],
                                     *([tuple(bias.shape[:-2])] if bias is not None else []))
         shape = batch + (tq, tk)  # one keep/drop decision per attention weight
-        keep = _keep_mask(xp, shape, dropout_p, q.dtype, generator)  # bool, True = keep
-    inputs = [q, k, v, bias]
-    out, fn = Fu.Attention.apply_with_fn(*inputs, block=block, scale=s, keep_mask=keep, p=dropout_p)
+        keep = _keep_mask(xp, shape, dropout_p, dtype, generator)  # bool, True = keep
+    out, fn = op.apply_with_fn(*inputs, bias, block=block, scale=s, keep_mask=keep, p=dropout_p, **params)
     weights, fn.weights = fn.weights, None  # handed over once: fn drops its reference
     return out, Tensor._from_op(weights, None)
 

@@ -89,16 +89,23 @@ class GPTAttention(nn.Module):
         """x (B, T, C); mask bool (B|1, 1, T, T_past + T), True = may attend; cache: past keys/values."""
         B, T, C = x.shape
         H, D = self.n_head, C // self.n_head
+        p = self.attn_dropout if self.training else 0.0
+        if cache is None:  # q, k, v straight from c_attn's (B, T, 3C) output: one gradient array for it
+            out, w = F.attention_qkv(self.c_attn(x), H, attn_mask=mask, dropout_p=p, scale=self.scale,
+                                     training=self.training)
+            return self._project(out), w
         q, k, v = self.c_attn(x).split(C, dim=2)          # 3 × (B, T, C)
         q = q.reshape(B, T, H, D).transpose(1, 2)         # (B, H, T, D)
         k = k.reshape(B, T, H, D).transpose(1, 2)         # (B, H, T, D)
         v = v.reshape(B, T, H, D).transpose(1, 2)         # (B, H, T, D)
-        if cache is not None:
-            k, v = cache.update(self.layer_idx, k, v)     # (B, H, T_past + T, D)
-        p = self.attn_dropout if self.training else 0.0
+        k, v = cache.update(self.layer_idx, k, v)         # (B, H, T_past + T, D)
         out, w = F.attention(q, k, v, attn_mask=mask, dropout_p=p, scale=self.scale, training=self.training)
-        out = out.transpose(1, 2).reshape(B, T, C)        # (B, T, C)
-        return self.resid_dropout(self.c_proj(out)), w
+        return self._project(out), w
+
+    def _project(self, out: Tensor) -> Tensor:
+        """(B, H, T, D) heads -> c_proj and dropout, (B, T, C)."""
+        B, H, T, D = out.shape
+        return self.resid_dropout(self.c_proj(out.transpose(1, 2).reshape(B, T, H * D)))
 
 
 class GPTMLP(nn.Module):

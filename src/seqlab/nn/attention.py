@@ -223,6 +223,13 @@ class MultiheadAttention(Module):
         B, L, E = query.shape
         H, D = self.num_heads, self.head_dim
         xp = backend.xp_of(query.data)
+        if (query is key and key is value and self._qkv_same_embed_dim and self.bias_k is None
+                and not self.add_zero_attn and rotary is None):  # self-attention, q/k/v from one product
+            qkv = F.linear(query, self.in_proj_weight, self.in_proj_bias)  # (B, L, 3E)
+            mask = self._scores_mask(attn_mask, key_padding_mask, is_causal, position_bias, B, L, L, qkv.dtype, xp)
+            out, weights = F.attention_qkv(qkv, H, attn_mask=mask, dropout_p=self.dropout, training=self.training,
+                                           scale=1.0 / math.sqrt(D))  # (B, H, L, D), (B, H, L, L)
+            return self._merge_heads(out, weights, need_weights, average_attn_weights, unbatched)
         q, k, v = self._in_projection(query, key, value)  # (B, L, E), (B, S, E), (B, S, E)
         if self.bias_k is not None:  # one learned key/value appended to every sequence
             k = creation.cat([k, self.bias_k.expand(B, 1, E)], dim=1)  # (B, S+1, E)
@@ -240,18 +247,28 @@ class MultiheadAttention(Module):
             S += 1
         if rotary is not None:
             q, k = rotary(q, k)
-        mask = merge_masks(attn_mask, key_padding_mask, is_causal, B, H, L, S, q.dtype, xp)
+        mask = self._scores_mask(attn_mask, key_padding_mask, is_causal, position_bias, B, L, S, q.dtype, xp)
+        out, weights = F.attention(q, k, v, attn_mask=mask, dropout_p=self.dropout, training=self.training,
+                                   scale=1.0 / math.sqrt(D))  # (B, H, L, D), (B, H, L, S)
+        return self._merge_heads(out, weights, need_weights, average_attn_weights, unbatched)
+
+    def _scores_mask(self, attn_mask, key_padding_mask, is_causal, position_bias, B, L, S, dtype, xp):
+        """The one mask (bool, True = may attend, or float added) the scores get: masks and position bias."""
+        mask = merge_masks(attn_mask, key_padding_mask, is_causal, B, self.num_heads, L, S, dtype, xp)
         if position_bias is not None:
-            pb = as_mask_array(position_bias, xp).astype(q.dtype, copy=False)
+            pb = as_mask_array(position_bias, xp).astype(dtype, copy=False)
             if mask is None:
                 mask = pb
             elif mask.dtype == bool:
-                mask = xp.where(mask, pb, q.dtype.type(-np.inf))
+                mask = xp.where(mask, pb, dtype.type(-np.inf))
             else:
                 mask = mask + pb
-        out, weights = F.attention(q, k, v, attn_mask=mask, dropout_p=self.dropout, training=self.training,
-                                   scale=1.0 / math.sqrt(D))  # (B, H, L, D), (B, H, L, S)
-        out = out.transpose(1, 2).reshape(B, L, E)  # (B, L, E) heads concatenated
+        return mask
+
+    def _merge_heads(self, out, weights, need_weights, average_attn_weights, unbatched):
+        """(B, H, L, D) heads -> out_proj's (B, L, E) output, and the weights as asked for."""
+        B, H, L, D = out.shape
+        out = out.transpose(1, 2).reshape(B, L, H * D)  # (B, L, E) heads concatenated
         out = self.out_proj(out)  # (B, L, E)
         if not need_weights:
             weights = None

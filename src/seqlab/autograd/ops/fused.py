@@ -332,7 +332,7 @@ class Dropout(Function):
         return g, None
 
 
-def _matmul_heads_interleaved(w, v, alpha=1.0):
+def _matmul_heads_interleaved(w, v, alpha=1.0, out=None):
     """alpha · (w @ v), (..., H, Tq, Dv), written into memory laid out as (..., Tq, H, Dv).
 
     The same values as `w @ v` (one BLAS product per head either way), but
@@ -340,7 +340,11 @@ def _matmul_heads_interleaved(w, v, alpha=1.0):
     then a view instead of a copy of the whole output. Backward writes dq, dk
     and dv this way too: multi-head attention's split of the heads,
     x.reshape(B, T, H, D).transpose(1, 2), then takes them back as views.
+    `out`: a (..., H, Tq, Dv) view to write into instead (NumPy), e.g. one
+    third of a packed q/k/v gradient (`PackedAttention`).
     """
+    if out is not None:
+        return mm(w, v, out=out, alpha=alpha)
     xp = xp_of(w)
     shape = np.broadcast_shapes(w.shape[:-2], v.shape[:-2]) + (w.shape[-2], v.shape[-1])
     if xp is not np or len(shape) < 4:
@@ -432,13 +436,18 @@ class Attention(Function):
         return None if self.keep is None else self.keep * self.pscale
 
     def backward(self, grad):
+        need = self.needs_input_grad
+        return self._input_grads(grad, need[0], need[1], need[2], len(need) > 3 and need[3]) + (None,)
+
+    def _input_grads(self, grad, want_q, want_k, want_v, want_bias, outs=(None, None, None)):
+        """(dq, dk, dv, d bias), None for each not wanted; `outs`: views dq, dk, dv are written into."""
         q, k, v, bias, block, kept = self.saved
         if isinstance(kept, tuple):  # the row statistics: the forward's weights, computed again
             w = attention_weights(q, k, bias, block, self.scale, stats=kept)
         else:
             w = kept
         wd = self._dropped(w)
-        gv = _matmul_heads_interleaved(wd.swapaxes(-1, -2), grad) if self.needs_input_grad[2] else None
+        gv = _matmul_heads_interleaved(wd.swapaxes(-1, -2), grad, out=outs[2]) if want_v else None
         del wd
         gw = mm(grad, v.swapaxes(-1, -2))
         if self.keep is not None and kernels.dropout(gw, self.keep, self.pscale, out=gw) is None:
@@ -448,10 +457,45 @@ class Attention(Function):
             gw -= _rowdot(gw, w, -1)
             gw *= w  # dS = P ⊙ (dP − Σ dP ⊙ P)
         gs = gw
-        gq = gk = None
-        if self.needs_input_grad[0]:
-            gq = _matmul_heads_interleaved(gs, k, alpha=self.scale)
-        if self.needs_input_grad[1]:
-            gk = _matmul_heads_interleaved(gs.swapaxes(-1, -2), q, alpha=self.scale)
-        gbias = gs if len(self.needs_input_grad) > 3 and self.needs_input_grad[3] else None
-        return gq, gk, gv, gbias, None
+        gq = _matmul_heads_interleaved(gs, k, alpha=self.scale, out=outs[0]) if want_q else None
+        gk = _matmul_heads_interleaved(gs.swapaxes(-1, -2), q, alpha=self.scale, out=outs[1]) if want_k else None
+        return gq, gk, gv, gs if want_bias else None
+
+
+def unpack_heads(qkv, heads: int):
+    """q, k, v as (B, H, T, D) views of a (B, T, 3·H·D) array packed q | k | v along its last axis
+    (a fused in-projection's output; within each third the heads in order)."""
+    B, T, E3 = qkv.shape
+    parts = qkv.reshape(B, T, 3, heads, E3 // (3 * heads))
+    return tuple(parts[:, :, i].swapaxes(1, 2) for i in range(3))
+
+
+class PackedAttention(Attention):
+    """`Attention` on q, k and v packed in one (B, T, 3·E) array (see `unpack_heads`).
+
+    The same values as unpacking first (the same operations on the same
+    views), but backward writes dq, dk and dv straight into the three thirds
+    of one (B, T, 3·E) gradient. Split by three slicing ops instead, each
+    would hand back its third to be added into a zeroed (B, T, 3·E) array:
+    a zero fill and three more passes over it per layer.
+    """
+
+    def forward(self, qkv, bias=None, heads=1, block=None, scale=1.0, keep_mask=None, p=0.0):
+        q, k, v = unpack_heads(qkv, heads)
+        return super().forward(q, k, v, bias, block, scale, keep_mask, p)
+
+    def backward(self, grad):
+        need = self.needs_input_grad
+        want_bias = len(need) > 1 and need[1]
+        if not need[0]:
+            return None, self._input_grads(grad, False, False, False, want_bias)[3]
+        q = self.saved[0]
+        B, H, T, D = q.shape
+        if xp_of(q) is not np:  # three gradients, then one array of them
+            gq, gk, gv, gbias = self._input_grads(grad, True, True, True, want_bias)
+            packed = xp_of(q).stack([g.swapaxes(1, 2) for g in (gq, gk, gv)], axis=2)
+            return packed.reshape(B, T, 3 * H * D), gbias
+        packed = np.empty((B, T, 3, H, D), dtype=q.dtype)
+        gbias = self._input_grads(grad, True, True, True, want_bias,
+                                  outs=tuple(packed[:, :, i].swapaxes(1, 2) for i in range(3)))[3]
+        return packed.reshape(B, T, 3 * H * D), gbias
