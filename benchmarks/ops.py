@@ -44,7 +44,7 @@ from common import (  # noqa: E402
 
 B, T, D, H, V = 32, 64, 256, 4, 8000
 OPS = ("matmul", "softmax", "log_softmax + cross_entropy", "layer_norm", "gelu (erf)", "gelu (tanh)", "embedding",
-       "attention", "attention (causal)")  # the names of _cases, in order (what --only accepts)
+       "attention", "attention (causal)", "attention (packed qkv)")  # the names of _cases, in order (what --only accepts)
 
 
 def _cases(rng: np.random.Generator):
@@ -65,6 +65,11 @@ def _cases(rng: np.random.Generator):
     table = rng.standard_normal((V, D)).astype(f32)
     ids = rng.integers(0, V, (B, T))
     q, k, v = (rng.standard_normal((B, H, T, D // H)).astype(f32) for _ in range(3))
+    qkv = rng.standard_normal((B, T, 3 * D)).astype(f32)  # an in-projection's output
+
+    def torch_packed(a):  # what torch's multi-head attention does with it: split, heads, SDPA
+        tq, tk, tv = (t.reshape(B, T, H, D // H).transpose(1, 2) for t in a.split(D, dim=-1))
+        return TF.scaled_dot_product_attention(tq, tk, tv)
     return [
         ("matmul", f"({B}, {T}, {D}) @ ({D}, {4 * D})", lambda a, b: a @ b, lambda a, b: a @ b, [x, w], []),
         ("softmax", f"({B}, {H}, {T}, {T}), dim -1", lambda s: F.softmax(s, -1), lambda s: TF.softmax(s, -1),
@@ -83,6 +88,8 @@ def _cases(rng: np.random.Generator):
         ("attention (causal)", f"q, k, v ({B}, {H}, {T}, {D // H})",
          lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True),
          lambda a, b, c: TF.scaled_dot_product_attention(a, b, c, is_causal=True), [q, k, v], []),
+        ("attention (packed qkv)", f"qkv ({B}, {T}, {3 * D}), {H} heads", lambda a: F.attention_qkv(a, H)[0],
+         torch_packed, [qkv], []),
     ], torch
 
 
