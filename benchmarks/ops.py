@@ -44,7 +44,8 @@ from common import (  # noqa: E402
 
 B, T, D, H, V = 32, 64, 256, 4, 8000
 OPS = ("matmul", "softmax", "log_softmax + cross_entropy", "layer_norm", "gelu (erf)", "gelu (tanh)", "embedding",
-       "attention", "attention (causal)", "attention (packed qkv)")  # the names of _cases, in order (what --only accepts)
+       "attention", "attention (causal)", "attention (split qkv)",
+       "attention (packed qkv)")  # the names of _cases, in order (what --only accepts)
 
 
 def _cases(rng: np.random.Generator):
@@ -67,9 +68,9 @@ def _cases(rng: np.random.Generator):
     q, k, v = (rng.standard_normal((B, H, T, D // H)).astype(f32) for _ in range(3))
     qkv = rng.standard_normal((B, T, 3 * D)).astype(f32)  # an in-projection's output
 
-    def torch_packed(a):  # what torch's multi-head attention does with it: split, heads, SDPA
-        tq, tk, tv = (t.reshape(B, T, H, D // H).transpose(1, 2) for t in a.split(D, dim=-1))
-        return TF.scaled_dot_product_attention(tq, tk, tv)
+    def split_heads(a, sdpa):  # what torch's multi-head attention does with it: split, heads, SDPA
+        q_, k_, v_ = (t.reshape(B, T, H, D // H).transpose(1, 2) for t in a.split(D, dim=-1))
+        return sdpa(q_, k_, v_)
     return [
         ("matmul", f"({B}, {T}, {D}) @ ({D}, {4 * D})", lambda a, b: a @ b, lambda a, b: a @ b, [x, w], []),
         ("softmax", f"({B}, {H}, {T}, {T}), dim -1", lambda s: F.softmax(s, -1), lambda s: TF.softmax(s, -1),
@@ -88,8 +89,11 @@ def _cases(rng: np.random.Generator):
         ("attention (causal)", f"q, k, v ({B}, {H}, {T}, {D // H})",
          lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True),
          lambda a, b, c: TF.scaled_dot_product_attention(a, b, c, is_causal=True), [q, k, v], []),
+        ("attention (split qkv)", f"qkv ({B}, {T}, {3 * D}), {H} heads",
+         lambda a: split_heads(a, F.scaled_dot_product_attention),
+         lambda a: split_heads(a, TF.scaled_dot_product_attention), [qkv], []),
         ("attention (packed qkv)", f"qkv ({B}, {T}, {3 * D}), {H} heads", lambda a: F.attention_qkv(a, H)[0],
-         torch_packed, [qkv], []),
+         lambda a: split_heads(a, TF.scaled_dot_product_attention), [qkv], []),
     ], torch
 
 
@@ -133,7 +137,11 @@ gradient is a sparse one-hot product instead of `np.add.at` (15x); float32 Φ us
 fitted tanh form ½(1 + tanh(x·P(x²))) instead of SciPy's erf (about 5x); row sums go through einsum, not BLAS gemv
 (which waits on busy BLAS threads: 16 ms instead of 0.05 ms here); softmax, attention, GELU and
 layer norm work in place in one or two temporaries; the autograd engine adds gradients into
-buffers it owns and skips defensive copies of fresh arrays."""
+buffers it owns and skips defensive copies of fresh arrays.
+The two qkv rows start where multi-head self-attention does, from one (B, T, 3E) in-projection
+output: split into q, k and v by slicing (the engine then adds the three gradient slices into a
+zeroed array), or handed in packed (`F.attention_qkv`, one gradient array written in place); torch
+splits in both."""
 
 
 def run_table(rounds: int, only: str) -> tuple[str, dict]:
