@@ -105,7 +105,9 @@ class MultiheadAttention(Module):
     (3E,) — or ``q_proj_weight`` (E, E), ``k_proj_weight`` (E, kdim),
     ``v_proj_weight`` (E, vdim) when kdim/vdim differ from E — and
     ``out_proj`` (a Linear E -> E); ``bias_k``/``bias_v`` (1, 1, E) with
-    ``add_bias_kv``.
+    ``add_bias_kv``. Self-attention (``query is key is value``) with the
+    packed in-projection attends straight from its (B, T, 3E) output
+    (`F.attention_qkv`: the same values, and one gradient array for it).
     """
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
