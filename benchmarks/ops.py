@@ -45,7 +45,8 @@ from common import (  # noqa: E402
 B, T, D, H, V = 32, 64, 256, 4, 8000
 OPS = ("matmul", "softmax", "log_softmax + cross_entropy", "layer_norm", "gelu (erf)", "gelu (tanh)", "embedding",
        "attention", "attention (causal)", "attention (split qkv)",
-       "attention (packed qkv)")  # the names of _cases, in order (what --only accepts)
+       "attention (packed qkv)", "bias + gelu + dropout (3 ops)",
+       "bias + gelu + dropout (1 op)")  # the names of _cases, in order (what --only accepts)
 
 
 def _cases(rng: np.random.Generator):
@@ -67,6 +68,7 @@ def _cases(rng: np.random.Generator):
     ids = rng.integers(0, V, (B, T))
     q, k, v = (rng.standard_normal((B, H, T, D // H)).astype(f32) for _ in range(3))
     qkv = rng.standard_normal((B, T, 3 * D)).astype(f32)  # an in-projection's output
+    ff_bias = rng.standard_normal(4 * D).astype(f32)
 
     def split_heads(a, sdpa):  # what torch's multi-head attention does with it: split, heads, SDPA
         q_, k_, v_ = (t.reshape(B, T, H, D // H).transpose(1, 2) for t in a.split(D, dim=-1))
@@ -94,6 +96,12 @@ def _cases(rng: np.random.Generator):
          lambda a: split_heads(a, TF.scaled_dot_product_attention), [qkv], []),
         ("attention (packed qkv)", f"qkv ({B}, {T}, {3 * D}), {H} heads", lambda a: F.attention_qkv(a, H)[0],
          lambda a: split_heads(a, TF.scaled_dot_product_attention), [qkv], []),
+        ("bias + gelu + dropout (3 ops)", f"({B}, {T}, {4 * D}) + bias, p 0.1",
+         lambda a, b: F.dropout(F.gelu(a + b), 0.1), lambda a, b: TF.dropout(TF.gelu(a + b), 0.1), [hidden, ff_bias],
+         []),
+        ("bias + gelu + dropout (1 op)", f"({B}, {T}, {4 * D}) + bias, p 0.1",
+         lambda a, b: F.bias_act_dropout(a, b, "gelu", 0.1), lambda a, b: TF.dropout(TF.gelu(a + b), 0.1),
+         [hidden, ff_bias], []),
     ], torch
 
 
@@ -141,7 +149,9 @@ buffers it owns and skips defensive copies of fresh arrays.
 The two qkv rows start where multi-head self-attention does, from one (B, T, 3E) in-projection
 output: split into q, k and v by slicing (the engine then adds the three gradient slices into a
 zeroed array), or handed in packed (`F.attention_qkv`, one gradient array written in place); torch
-splits in both."""
+splits in both. The two bias + gelu + dropout rows are a feed-forward's middle after its first
+product: three ops, or one compiled pass forward and one backward (`F.bias_act_dropout`, which the
+Transformer layers, GPT-2's MLP and BERT's intermediate layer run); torch runs three in both."""
 
 
 def run_table(rounds: int, only: str) -> tuple[str, dict]:

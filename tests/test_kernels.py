@@ -400,10 +400,15 @@ def test_parallel_twins_give_the_same_values_bitwise(two_threads, monkeypatch):
                 kernels.keyed_dropout(big, 2**64 - 5, 2**31, 1.25), *(f(*a, approximate=m) for m in ("none", "tanh")
                   for f, a in ((kernels.gelu_forward, (x,)), (kernels.gelu_backward, (x, g)))),
                 kernels.gelu_backward(x, g, y=kernels.gelu_forward(x)),
-                kernels.embedding_backward(ids, wide, 7))  # 7 rows in the twin's 8 blocks: one block empty
+                kernels.embedding_backward(ids, wide, 7),  # 7 rows in the twin's 8 blocks: one block empty
+                *(f for act in kernels.ACTIVATIONS for key in (None, 2**64 - 5) for f in bias_act(act, key)))
+
+    def bias_act(act, key):
+        out = kernels.bias_act_dropout(x, b, act, key, 2**31, 2.0)
+        return (out, *kernels.bias_act_dropout_backward(g, x, b, out, act, key, 2**31, 2.0))
 
     twins = {n for n in dir(compiled) if n.endswith("_parallel") and not n.startswith("_")}
-    assert len(twins) == 12
+    assert len(twins) == 14
     called = set()
     for name in twins:
         real = getattr(compiled, name)

@@ -623,3 +623,166 @@ def embedding_backward_parallel(ids, g, out):  # pragma: no cover - compiled
     size = _blocks(rows, EMBEDDING_BLOCKS)
     for c in prange(EMBEDDING_BLOCKS):  # threads own disjoint rows (each scans all ids): no two write one value
         _embedding_add_rows(ids, g, out, c * size, min(rows, (c + 1) * size))
+
+
+# ---- the feed-forward's middle: bias, activation and dropout in one pass ----------------------
+# act (v) and its derivative given y = act(v), one value each; the erf GELU takes Φ(v) = y/v from y (as
+# `_gelu_erf_grad_from_output_values`), the tanh GELU computes its factor again (as `_gelu_tanh_grad_values`)
+
+@_jit_values
+def _relu_value(v):  # pragma: no cover - compiled
+    return _f(0.0) if v <= _f(0.0) else v  # NaN stays NaN, as np.maximum(v, 0)
+
+
+@_jit_values
+def _relu_grad(v, y):  # pragma: no cover - compiled
+    return _ONE if v > _f(0.0) else _f(0.0)
+
+
+@_jit_values
+def _gelu_erf_value(v):  # pragma: no cover - compiled
+    return v * _normal_cdf(v)
+
+
+@_jit_values
+def _gelu_erf_grad(v, y):  # pragma: no cover - compiled
+    s = v * v
+    cdf = y / v if s >= _TINY_SQUARE else _HALF
+    return cdf + v * _INV_SQRT_2PI * _exp_at_most_0(-_HALF * s)
+
+
+@_jit_values
+def _gelu_tanh_value(v):  # pragma: no cover - compiled
+    return v * (_ONE / (_ONE + _exp(_f(-2.0) * v * (_A + _B * v * v))))
+
+
+@_jit_values
+def _gelu_tanh_grad(v, y):  # pragma: no cover - compiled
+    s = v * v
+    e = _exp(_f(-2.0) * v * (_A + _B * s))
+    h = _ONE / (_ONE + e)
+    rest = e * h if e <= _ONE else _ONE - h
+    return h * (_ONE + _f(2.0) * v * (_A + _f(3.0) * _B * s) * rest)
+
+
+@_jit
+def _keep_scale_row(key, threshold, scale, i, keep):  # pragma: no cover - compiled
+    """keep[j] = scale where row i's value j is kept, else 0: the mask keyed by `key` of the flat array
+    (as `_keep_words`: word w keeps values 2w and 2w + 1; rows of even length, so row i starts at word
+    i·F/2). x · (keep · scale) is x · keep · scale bitwise, keep being 0 or 1."""
+    half = keep.shape[0] // 2
+    base = key + np.uint64(i * half) * _GAMMA
+    for j in range(half):
+        w = _splitmix(base + np.uint64(j + 1) * _GAMMA)
+        keep[2 * j] = np.float32(np.uint32(w & _LOW32) >= threshold) * scale
+        keep[2 * j + 1] = np.float32(np.uint32(w >> _S32) >= threshold) * scale
+
+
+def _bias_act_rows(value, grad):
+    """The forward and backward row loops of `bias_act_dropout` for one activation, its `value` and
+    `grad` compiled into each loop (a branch on the activation inside the loop would stop it vectorising).
+
+    forward, rows lo..hi: out = value(z + b) ⊙ keep · scale, the keep mask keyed by `key` made on the fly
+    as `keyed_dropout` makes it for the flat array; threshold 0: no mask (scale 1).
+    backward: gz = g ⊙ keep · scale · grad(h, y) with h = z + b again (the same float32 sum) and
+    y = value(h) = out / scale where kept, the only places grad is needed (elsewhere keep is 0); gb += gz.
+    """
+    @_jit_values
+    def forward(z, b, key, threshold, scale, out, lo, hi):  # pragma: no cover - compiled
+        if threshold == 0:
+            for i in range(lo, hi):
+                zs, outs = z[i], out[i]
+                for j in range(zs.shape[0]):
+                    outs[j] = value(zs[j] + b[j])
+            return
+        keep = np.empty(z.shape[1], np.float32)  # a row's keep · scale, made first: both loops vectorise
+        for i in range(lo, hi):
+            _keep_scale_row(key, threshold, scale, i, keep)
+            zs, outs = z[i], out[i]
+            for j in range(zs.shape[0]):
+                outs[j] = value(zs[j] + b[j]) * keep[j]
+
+    @_jit_values
+    def backward(g, z, b, out, key, threshold, scale, gz, gb, lo, hi):  # pragma: no cover - compiled
+        if threshold == 0:
+            for i in range(lo, hi):
+                gs, zs, outs, gzs = g[i], z[i], out[i], gz[i]
+                for j in range(gs.shape[0]):
+                    d = gs[j] * grad(zs[j] + b[j], outs[j])
+                    gzs[j] = d
+                    gb[j] += d
+            return
+        keep = np.empty(g.shape[1], np.float32)
+        inv = _ONE / scale
+        for i in range(lo, hi):
+            _keep_scale_row(key, threshold, scale, i, keep)
+            gs, zs, outs, gzs = g[i], z[i], out[i], gz[i]
+            for j in range(gs.shape[0]):
+                d = gs[j] * keep[j] * grad(zs[j] + b[j], outs[j] * inv)
+                gzs[j] = d
+                gb[j] += d
+
+    return forward, backward
+
+
+# activation codes (seqlab.kernels.ACTIVATIONS names them)
+_RELU, _GELU_ERF, _GELU_TANH = 0, 1, 2
+_relu_forward, _relu_backward = _bias_act_rows(_relu_value, _relu_grad)
+_gelu_erf_forward, _gelu_erf_backward = _bias_act_rows(_gelu_erf_value, _gelu_erf_grad)
+_gelu_tanh_forward, _gelu_tanh_backward = _bias_act_rows(_gelu_tanh_value, _gelu_tanh_grad)
+
+
+@_jit
+def _bias_act_block(z, b, act, key, threshold, scale, out, lo, hi):  # pragma: no cover - compiled
+    if act == _GELU_ERF:
+        _gelu_erf_forward(z, b, key, threshold, scale, out, lo, hi)
+    elif act == _GELU_TANH:
+        _gelu_tanh_forward(z, b, key, threshold, scale, out, lo, hi)
+    else:
+        _relu_forward(z, b, key, threshold, scale, out, lo, hi)
+
+
+@_jit
+def bias_act_dropout(z, b, act, key, threshold, scale, out):  # pragma: no cover - compiled
+    """z, out (N, F); b (F,): out = dropout(act(z + b)) (`_bias_act_rows`); threshold 0: no dropout."""
+    n = z.shape[0]
+    for c in range(_blocks(n, ROWS)):
+        _bias_act_block(z, b, act, key, threshold, scale, out, c * ROWS, min(n, (c + 1) * ROWS))
+
+
+@_jit_parallel
+def bias_act_dropout_parallel(z, b, act, key, threshold, scale, out):  # pragma: no cover - compiled
+    n = z.shape[0]
+    for c in prange(_blocks(n, ROWS)):
+        _bias_act_block(z, b, act, key, threshold, scale, out, c * ROWS, min(n, (c + 1) * ROWS))
+
+
+@_jit
+def _bias_act_grad_block(g, z, b, out, act, key, threshold, scale, gz, gb, lo, hi):  # pragma: no cover
+    if act == _GELU_ERF:
+        _gelu_erf_backward(g, z, b, out, key, threshold, scale, gz, gb, lo, hi)
+    elif act == _GELU_TANH:
+        _gelu_tanh_backward(g, z, b, out, key, threshold, scale, gz, gb, lo, hi)
+    else:
+        _relu_backward(g, z, b, out, key, threshold, scale, gz, gb, lo, hi)
+
+
+@_jit
+def bias_act_dropout_backward(g, z, b, out, act, key, threshold, scale, gz, gb):  # pragma: no cover - compiled
+    """g, z, out, gz (N, F); b, gb (F,), gb zeroed by the caller: the gradients of `bias_act_dropout`'s z and b."""
+    n, f = g.shape
+    nb = _blocks(n, ROWS)
+    pb = np.zeros((nb, f), np.float32)  # each block's own Σ gz, summed in block order below
+    for c in range(nb):
+        _bias_act_grad_block(g, z, b, out, act, key, threshold, scale, gz, pb[c], c * ROWS, min(n, (c + 1) * ROWS))
+    _sum_blocks(pb, gb)
+
+
+@_jit_parallel
+def bias_act_dropout_backward_parallel(g, z, b, out, act, key, threshold, scale, gz, gb):  # pragma: no cover
+    n, f = g.shape
+    nb = _blocks(n, ROWS)
+    pb = np.zeros((nb, f), np.float32)
+    for c in prange(nb):
+        _bias_act_grad_block(g, z, b, out, act, key, threshold, scale, gz, pb[c], c * ROWS, min(n, (c + 1) * ROWS))
+    _sum_blocks(pb, gb)

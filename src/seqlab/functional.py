@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from seqlab import backend
+from seqlab import kernels
 from seqlab import random as _random
 from seqlab.autograd.ops import activation as A
 from seqlab.autograd.ops import fused as Fu
@@ -134,6 +135,51 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator: np.rand
         return Fu.Dropout.apply(x, p=p, key=_random.mask_key(generator))
     keep = _keep_mask(xp, x.shape, p, x.dtype, generator)  # bool, True = keep
     return Fu.Dropout.apply(x, keep, p=p)
+
+
+FUSED_ACTIVATIONS = ("relu", "gelu", "gelu_tanh")  # what `bias_act_dropout` takes
+
+
+def fused_activation(fn) -> str | None:
+    """The `bias_act_dropout` name of the activation function `fn`: 'relu' for `relu`, 'gelu' for
+    `gelu`, a function's own `fused_activation` attribute (e.g. the tanh GELU of seqlab.hub.config),
+    else None."""
+    if fn is relu:
+        return "relu"
+    if fn is gelu:
+        return "gelu"
+    name = getattr(fn, "fused_activation", None)
+    return name if name in FUSED_ACTIVATIONS else None
+
+
+def bias_act_dropout(x: Tensor, bias: Tensor, activation: str = "gelu", p: float = 0.0, training: bool = True,
+                     generator: np.random.Generator | None = None) -> Tensor:
+    """dropout(act(x + bias), p, training): a feed-forward's middle, after its first product.
+
+    `activation`: 'relu', 'gelu' (exact, erf) or 'gelu_tanh' (the tanh approximation). Where the
+    compiled kernels take the arrays (`seqlab.kernels.bias_act_dropout_takes`) one pass forward and
+    one backward (`Fu.BiasActDropout`), else the three ops; either way the same values up to float32
+    rounding, and the same dropout mask (one key drawn from `generator`, as `dropout` draws it).
+    """
+    if activation not in FUSED_ACTIVATIONS:
+        raise ValueError(f"activation must be one of {', '.join(FUSED_ACTIVATIONS)}, got {activation!r}")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability must be in [0, 1], got {p}")
+    x, bias = _t(x), _t(bias)
+    p = p if training else 0.0
+    if p < 1.0 and kernels.bias_act_dropout_takes(x.data, bias.data, dropout=p > 0.0):
+        key = _random.mask_key(generator) if p > 0.0 else None
+        return Fu.BiasActDropout.apply(x, bias, activation=activation, p=p, key=key)
+    h = x + bias
+    y = relu(h) if activation == "relu" else gelu(h, "tanh" if activation == "gelu_tanh" else "none")
+    return dropout(y, p, training, generator)
+
+
+def linear_act_dropout(x: Tensor, weight: Tensor, bias: Tensor, activation: str = "gelu", p: float = 0.0,
+                       training: bool = True, generator: np.random.Generator | None = None) -> Tensor:
+    """dropout(act(x Wᵀ + b)), a feed-forward's first half: `linear` without its bias, then
+    `bias_act_dropout` (the bias added in the activation's pass instead of a pass of its own)."""
+    return bias_act_dropout(linear(x, weight), bias, activation, p, training, generator)
 
 
 # ---- losses ------------------------------------------------------------------

@@ -44,7 +44,8 @@ import numpy as np
 
 from seqlab.errors import ConfigError
 
-__all__ = ["adam", "describe", "dropout", "embedding_backward", "gelu_backward", "gelu_forward", "keep_mask",
+__all__ = ["ACTIVATIONS", "adam", "bias_act_dropout", "bias_act_dropout_backward", "bias_act_dropout_takes",
+           "describe", "dropout", "embedding_backward", "gelu_backward", "gelu_forward", "keep_mask",
            "keyed_dropout", "layer_norm_backward", "layer_norm_forward", "library", "set_threads",
            "softmax_backward", "softmax_rows", "threads", "use"]
 
@@ -330,3 +331,50 @@ def gelu_backward(x, grad, approximate: str = "none", y=None):
         return out
     _twin(k, "gelu_backward", x.size)(x.reshape(-1), grad.reshape(-1), approximate == "tanh", out.reshape(-1))
     return out
+
+
+# the activations `bias_act_dropout` computes, by the names `F.bias_act_dropout` takes
+ACTIVATIONS = {"relu": 0, "gelu": 1, "gelu_tanh": 2}
+
+
+def bias_act_dropout_takes(z, b, dropout: bool) -> bool:
+    """Whether `bias_act_dropout` computes act(z + b) (dropped out when `dropout`) for these arrays:
+    float32 in C order, b of z's last size, and with dropout an even last size (a mask word covers two
+    values of one row)."""
+    return (_kernels(z, b) is not None and z.ndim >= 1 and b.ndim == 1 and b.shape[0] == z.shape[-1]
+            and not (dropout and z.shape[-1] % 2))
+
+
+def _consts(key: int | None, threshold: int, scale) -> tuple:
+    """The kernels' key, threshold and scale; without a key threshold 0 and scale 1 (no dropout)."""
+    if key is None:
+        return np.uint64(0), np.uint32(0), _FLOAT32.type(1.0)
+    return np.uint64(key), np.uint32(threshold), _FLOAT32.type(scale)
+
+
+def bias_act_dropout(z, b, activation: str, key: int | None, threshold: int, scale):
+    """act(z + b) ⊙ keep · scale as a new array, the keep mask keyed by `key` (`keyed_dropout`'s for z's
+    shape) made on the fly; `key` None: no dropout. None when `bias_act_dropout_takes` says no."""
+    if not bias_act_dropout_takes(z, b, key is not None):
+        return None
+    f = z.shape[-1]
+    out = np.empty_like(z)
+    _twin(_module(), "bias_act_dropout", z.size)(z.reshape(-1, f), b, ACTIVATIONS[activation],
+                                                 *_consts(key, threshold, scale), out.reshape(-1, f))
+    return out
+
+
+def bias_act_dropout_backward(g, z, b, out, activation: str, key: int | None, threshold: int, scale):
+    """(gz, gb): the gradients of `bias_act_dropout`'s z and b for upstream g, from its z, b and output;
+    gb sums gz's rows in blocks of `ROWS` rows, the blocks in order (the same bits on any number of
+    threads). Runs wherever `bias_act_dropout` ran, even with the kernels switched off since."""
+    from seqlab import _numba_kernels as k  # forward ran the kernels: Numba is here
+
+    f = z.shape[-1]
+    g = np.ascontiguousarray(g, dtype=_FLOAT32)
+    gz = np.empty_like(z)
+    gb = np.zeros(f, _FLOAT32)
+    _twin(k, "bias_act_dropout_backward", z.size)(g.reshape(-1, f), z.reshape(-1, f), b, out.reshape(-1, f),
+                                                  ACTIVATIONS[activation], *_consts(key, threshold, scale),
+                                                  gz.reshape(-1, f), gb)
+    return gz, gb

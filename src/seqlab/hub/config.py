@@ -15,11 +15,19 @@ from typing import Any, Callable, ClassVar
 from seqlab import functional as F
 from seqlab.errors import ConfigError
 
+
+
+def _gelu_tanh(x):
+    return F.gelu(x, approximate="tanh")
+
+
+_gelu_tanh.fused_activation = "gelu_tanh"  # F.fused_activation: F.bias_act_dropout computes it too
+
 # HF `hidden_act` / `activation_function` names -> the function (transformers' ACT2FN).
 HF_ACTIVATIONS: dict[str, Callable] = {
-    "gelu": lambda x: F.gelu(x),                         # exact: x Φ(x) with erf (BERT)
-    "gelu_new": lambda x: F.gelu(x, approximate="tanh"),  # tanh approximation (GPT-2, T5 v1.1)
-    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "gelu": F.gelu,                   # exact: x Φ(x) with erf (BERT)
+    "gelu_new": _gelu_tanh,           # tanh approximation (GPT-2, T5 v1.1)
+    "gelu_pytorch_tanh": _gelu_tanh,
     "relu": F.relu,
     "silu": F.silu,
     "swish": F.silu,

@@ -24,6 +24,7 @@ from seqlab.hub.config import HFConfig, activation
 from seqlab.hub.pretrained import PreTrainedModel
 from seqlab.models._common import batch_ids, init_normal_, token_ids
 from seqlab.models.outputs import BaseModelOutput, MaskedLMOutput, SequenceClassifierOutput, classification_loss
+from seqlab.nn.linear import feed_forward_in
 
 
 @dataclass
@@ -142,7 +143,7 @@ class BertIntermediate(nn.Module):
         self.act = activation(c.hidden_act)
 
     def forward(self, h: Tensor) -> Tensor:
-        return self.act(self.dense(h))  # (B, T, intermediate_size)
+        return feed_forward_in(h, self.dense, self.act)  # (B, T, intermediate_size); bias + act: one pass
 
 
 class BertLayer(nn.Module):

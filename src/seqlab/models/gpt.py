@@ -26,6 +26,7 @@ from seqlab.hub.config import HFConfig, activation
 from seqlab.hub.pretrained import PreTrainedModel
 from seqlab.models._common import batch_ids, init_normal_, token_ids
 from seqlab.models.outputs import CausalLMOutput, KVCache, SequenceClassifierOutput, classification_loss
+from seqlab.nn.linear import feed_forward_in
 
 
 @dataclass
@@ -118,7 +119,7 @@ class GPTMLP(nn.Module):
         self.dropout = nn.Dropout(c.resid_pdrop)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.dropout(self.c_proj(self.act(self.c_fc(x))))
+        return self.dropout(self.c_proj(feed_forward_in(x, self.c_fc, self.act)))  # bias + act: one pass
 
 
 class GPTBlock(nn.Module):

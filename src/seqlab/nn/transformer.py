@@ -36,7 +36,7 @@ from seqlab.nn.positional import (ALiBi, LearnedPositionalEmbedding, PositionalE
                                   SinusoidalPositionalEncoding, positional_encoding)
 from seqlab.nn.container import ModuleList
 from seqlab.nn.dropout import Dropout
-from seqlab.nn.linear import Linear
+from seqlab.nn.linear import Linear, feed_forward_in
 from seqlab.nn.module import Module
 from seqlab.nn.norm import LayerNorm
 
@@ -130,7 +130,8 @@ class TransformerEncoderLayer(Module):
         return self.dropout1(out), w
 
     def _ff_block(self, x: Tensor) -> Tensor:
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))  # (B, T, d) -> (B, T, ff) -> (B, T, d)
+        x = feed_forward_in(x, self.linear1, self.activation, self.dropout.p, self.dropout.training)  # (B, T, ff)
+        x = self.linear2(x)  # (B, T, d)
         return self.dropout2(x)
 
 
@@ -196,7 +197,8 @@ class TransformerDecoderLayer(Module):
         return self.dropout2(out), w
 
     def _ff_block(self, x: Tensor) -> Tensor:
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))  # (B, L, d) -> (B, L, ff) -> (B, L, d)
+        x = feed_forward_in(x, self.linear1, self.activation, self.dropout.p, self.dropout.training)  # (B, L, ff)
+        x = self.linear2(x)  # (B, L, d)
         return self.dropout3(x)
 
 

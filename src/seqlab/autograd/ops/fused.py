@@ -332,6 +332,40 @@ class Dropout(Function):
         return g, None
 
 
+class BiasActDropout(Function):
+    """out = dropout(act(z + b)): a feed-forward's first bias, its activation and dropout in one pass.
+
+    The plain formula, three ops: h = z + b;  y = act(h);  out = y ⊙ keep · 1/(1 − p),
+    backward dz = g ⊙ keep · 1/(1 − p) ⊙ act'(h),  db = Σ dz over the rows. act is
+    'relu', 'gelu' (erf) or 'gelu_tanh'; the keep mask is `seqlab.random.keep_mask`'s
+    for `key` (`Dropout`'s with that key), made on the fly and again in backward; no
+    key: no dropout. Only the compiled kernels run it (`seqlab.kernels.bias_act_dropout`;
+    `F.bias_act_dropout` composes the three ops where they do not apply).
+
+    Backward keeps z and out and adds z + b again; out is what the next Linear keeps
+    anyway, and act' takes act(h) from it (out · (1 − p) where kept, the only places it
+    is needed). The three ops would keep h, y and the dropped y.
+    """
+
+    def forward(self, z, b, activation="gelu", p=0.0, key=None):
+        self.activation, self.key = activation, key
+        self.threshold = _random.keep_threshold(p) if key is not None else 0
+        self.scale = z.dtype.type(1.0 / (1.0 - p))
+        out = kernels.bias_act_dropout(z, b, activation, key, self.threshold, self.scale)
+        if out is None:
+            raise ValueError("BiasActDropout runs on the compiled kernels only: F.bias_act_dropout checks "
+                             "seqlab.kernels.bias_act_dropout_takes first")
+        if any(self.needs_input_grad):
+            self.save_for_backward(z, b, out)
+        return out
+
+    def backward(self, grad):
+        z, b, out = self.saved
+        gz, gb = kernels.bias_act_dropout_backward(grad, z, b, out, self.activation, self.key, self.threshold,
+                                                   self.scale)
+        return gz if self.needs_input_grad[0] else None, gb if self.needs_input_grad[1] else None
+
+
 def _matmul_heads_interleaved(w, v, alpha=1.0, out=None):
     """alpha · (w @ v), (..., H, Tq, Dv), written into memory laid out as (..., Tq, H, Dv).
 
