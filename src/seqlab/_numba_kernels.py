@@ -786,3 +786,107 @@ def bias_act_dropout_backward_parallel(g, z, b, out, act, key, threshold, scale,
     for c in prange(nb):
         _bias_act_grad_block(g, z, b, out, act, key, threshold, scale, gz, pb[c], c * ROWS, min(n, (c + 1) * ROWS))
     _sum_blocks(pb, gb)
+
+
+# ---- post-LN's residual step: bias, dropout, the residual add and LayerNorm in one pass ------------------
+
+@_jit
+def _dropout_add_ln_forward_rows(z, zb, x, key, threshold, scale, w, b, eps, y, xhat, rstd, lo, hi):  # noqa
+    """Per row: s = x + (z + zb) ⊙ keep · scale, then LayerNorm of s (`_layer_norm_forward_rows`), s made in y."""
+    d = z.shape[1]
+    inv_d = np.float32(1.0) / np.float32(d)
+    keep = np.ones(d, np.float32)  # a row's keep · scale (`_keep_scale_row`); ones without dropout
+    for i in range(lo, hi):
+        if threshold != 0:
+            _keep_scale_row(key, threshold, scale, i, keep)
+        zs, xs, ys = z[i], x[i], y[i]
+        s = np.float32(0.0)
+        for j in range(d):
+            v = xs[j] + (zs[j] + zb[j]) * keep[j]
+            ys[j] = v
+            s += v
+        mu = s * inv_d
+        var = np.float32(0.0)
+        for j in range(d):
+            c = ys[j] - mu
+            var += c * c
+        r = np.float32(1.0) / np.sqrt(var * inv_d + eps)
+        rstd[i] = r
+        hs = xhat[i]
+        for j in range(d):
+            h = (ys[j] - mu) * r
+            hs[j] = h
+            ys[j] = h * w[j] + b[j]
+
+
+@_jit
+def dropout_add_layer_norm(z, zb, x, key, threshold, scale, w, b, eps, y, xhat, rstd):  # pragma: no cover
+    """z, x, y, xhat (N, D); zb, w, b (D,); rstd (N,): y = LayerNorm(x + dropout(z + zb)); threshold 0: none."""
+    n = z.shape[0]
+    for c in range(_blocks(n, ROWS)):
+        _dropout_add_ln_forward_rows(z, zb, x, key, threshold, scale, w, b, eps, y, xhat, rstd, c * ROWS,
+                                     min(n, (c + 1) * ROWS))
+
+
+@_jit_parallel
+def dropout_add_layer_norm_parallel(z, zb, x, key, threshold, scale, w, b, eps, y, xhat, rstd):  # pragma: no cover
+    n = z.shape[0]
+    for c in prange(_blocks(n, ROWS)):
+        _dropout_add_ln_forward_rows(z, zb, x, key, threshold, scale, w, b, eps, y, xhat, rstd, c * ROWS,
+                                     min(n, (c + 1) * ROWS))
+
+
+@_jit
+def _dropout_add_ln_backward_rows(g, xhat, rstd, w, key, threshold, scale, gx, gz, gw, gb, gzb, lo, hi):  # noqa
+    """Per row: gx = LayerNorm's input gradient (`_layer_norm_backward_rows`), gz = gx ⊙ keep · scale;
+    gw += g ⊙ x̂, gb += g, gzb += gz."""
+    d = g.shape[1]
+    inv_d = np.float32(1.0) / np.float32(d)
+    keep = np.ones(d, np.float32)
+    for i in range(lo, hi):
+        s1 = np.float32(0.0)
+        s2 = np.float32(0.0)
+        for j in range(d):
+            gh = g[i, j] * w[j]
+            s1 += gh
+            s2 += gh * xhat[i, j]
+            gw[j] += g[i, j] * xhat[i, j]
+            gb[j] += g[i, j]
+        m1 = s1 * inv_d
+        m2 = s2 * inv_d
+        r = rstd[i]
+        if threshold != 0:
+            _keep_scale_row(key, threshold, scale, i, keep)
+        for j in range(d):
+            v = (g[i, j] * w[j] - m1 - xhat[i, j] * m2) * r
+            gx[i, j] = v
+            dz = v * keep[j]
+            gz[i, j] = dz
+            gzb[j] += dz
+
+
+@_jit
+def dropout_add_layer_norm_backward(g, xhat, rstd, w, key, threshold, scale, gx, gz, gw, gb, gzb):  # noqa
+    """g, xhat, gx, gz (N, D); rstd (N,); w, gw, gb, gzb (D,), the last three zeroed by the caller."""
+    n, d = g.shape
+    nb = _blocks(n, ROWS)
+    pw, pb, pz = np.zeros((nb, d), np.float32), np.zeros((nb, d), np.float32), np.zeros((nb, d), np.float32)
+    for c in range(nb):
+        _dropout_add_ln_backward_rows(g, xhat, rstd, w, key, threshold, scale, gx, gz, pw[c], pb[c], pz[c],
+                                      c * ROWS, min(n, (c + 1) * ROWS))
+    _sum_blocks(pw, gw)
+    _sum_blocks(pb, gb)
+    _sum_blocks(pz, gzb)
+
+
+@_jit_parallel
+def dropout_add_layer_norm_backward_parallel(g, xhat, rstd, w, key, threshold, scale, gx, gz, gw, gb, gzb):  # noqa
+    n, d = g.shape
+    nb = _blocks(n, ROWS)
+    pw, pb, pz = np.zeros((nb, d), np.float32), np.zeros((nb, d), np.float32), np.zeros((nb, d), np.float32)
+    for c in prange(nb):
+        _dropout_add_ln_backward_rows(g, xhat, rstd, w, key, threshold, scale, gx, gz, pw[c], pb[c], pz[c],
+                                      c * ROWS, min(n, (c + 1) * ROWS))
+    _sum_blocks(pw, gw)
+    _sum_blocks(pb, gb)
+    _sum_blocks(pz, gzb)

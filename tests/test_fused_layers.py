@@ -1,6 +1,7 @@
-"""F.bias_act_dropout: a feed-forward's bias, activation and dropout in one compiled pass, held to the
-three ops it replaces (the same dropout mask, the same values up to float32 rounding), to torch, and
-in the layers that use it."""
+"""The Transformer layers' fused steps, each held to the ops it replaces (the same dropout mask, the
+same values up to float32 rounding), to torch, and in the layers that use it:
+F.bias_act_dropout (a feed-forward's bias, activation and dropout in one compiled pass) and
+F.dropout_add_layer_norm (post-LN's bias, dropout, residual add and LayerNorm in one)."""
 import numpy as np
 import pytest
 import torch
@@ -182,3 +183,113 @@ def test_gpt_mlp_uses_the_fused_op_and_gives_the_same_gradients(numba_on, monkey
     assert len(calls) == 1
     for name, grad in with_fused.items():
         np.testing.assert_allclose(grad, plain[name], rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+# ---- F.dropout_add_layer_norm ----------------------------------------------------------------
+
+def run_add_norm(fn, z, zb, x, w, b, g, seed=3):
+    """fn(z, zb, x, w, b) on fresh leaves: (output, dz, dzb, dx, dw, db, the op that made it)."""
+    leaves = [None if a is None else seqlab.tensor(a, requires_grad=True) for a in (z, zb, x, w, b)]
+    seqlab.manual_seed(seed)
+    y = fn(*leaves)
+    op = type(y._ctx)
+    (y * seqlab.tensor(g)).sum().backward()
+    return (np.array(y.data), *(None if t is None else np.array(t.grad) for t in leaves), op)
+
+
+def add_norm_composed(p, training=True):
+    def fn(z, zb, x, w, b):
+        h = z if zb is None else z + zb
+        return F.layer_norm(x + F.dropout(h, p, training), z.shape[-1], w, b, 1e-5)
+    return fn
+
+
+def add_norm_fused(p, training=True):
+    return lambda z, zb, x, w, b: F.dropout_add_layer_norm(z, x, z.shape[-1], w, b, 1e-5, p, training, x_bias=zb)
+
+
+@needs_numba
+@pytest.mark.parametrize("p", [0.0, 0.25])
+@pytest.mark.parametrize("with_bias,affine", [(True, True), (False, True), (True, False)])
+def test_add_norm_is_the_four_ops_with_the_same_mask(numba_on, p, with_bias, affine):
+    rng = np.random.default_rng(1)
+    z, x, g = (rng.standard_normal((3, 45, 48)).astype(np.float32) for _ in range(3))  # 135 rows: 5 blocks
+    zb = rng.standard_normal(48).astype(np.float32) if with_bias else None
+    w, b = (rng.standard_normal(48).astype(np.float32) for _ in range(2)) if affine else (None, None)
+    fused_run = run_add_norm(add_norm_fused(p), z, zb, x, w, b, g)
+    plain_run = run_add_norm(add_norm_composed(p), z, zb, x, w, b, g)
+    assert fused_run[-1] is fused.DropoutAddLayerNorm and plain_run[-1] is not fused.DropoutAddLayerNorm
+    for name, a, c in zip(("y", "dz", "dzb", "dx", "dw", "db"), fused_run[:-1], plain_run[:-1]):
+        assert (a is None) == (c is None), name
+        if a is not None:
+            np.testing.assert_allclose(a, c, rtol=1e-4, atol=2e-5, err_msg=name)
+    if p:  # dropped values pass no gradient to z (and the mask is the one F.dropout draws)
+        seqlab.manual_seed(3)
+        kept = F.dropout(seqlab.tensor(np.ones_like(z)), p).data != 0
+        assert not fused_run[1][~kept].any() and fused_run[1][kept].all()
+
+
+@needs_numba
+def test_add_norm_matches_torch_without_dropout(numba_on):
+    rng = np.random.default_rng(2)
+    z, x, g = (rng.standard_normal((4, 10, 32)).astype(np.float32) for _ in range(3))
+    zb, w, b = (rng.standard_normal(32).astype(np.float32) for _ in range(3))
+    y, dz, dzb, dx, dw, db, op = run_add_norm(add_norm_fused(0.5, training=False), z, zb, x, w, b, g)
+    assert op is fused.DropoutAddLayerNorm
+    tz, tzb, tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (z, zb, x, w, b))
+    ty = torch.nn.functional.layer_norm(tx + tz + tzb, (32,), tw, tb, 1e-5)
+    (ty * torch.tensor(g)).sum().backward()
+    np.testing.assert_allclose(y, ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+    for ours, theirs in ((dz, tz), (dzb, tzb), (dx, tx), (dw, tw), (db, tb)):
+        np.testing.assert_allclose(ours, theirs.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@needs_numba
+def test_add_norm_takes_the_four_ops_where_the_kernel_does_not(numba_on):
+    rng = np.random.default_rng(3)
+    z, g = rng.standard_normal((2, 5, 7)).astype(np.float32), rng.standard_normal((2, 5, 7)).astype(np.float32)
+    x = rng.standard_normal((2, 5, 7)).astype(np.float32)
+    for fn_f, fn_p, args in ((add_norm_fused(0.5), add_norm_composed(0.5), (z, None, x, None, None)),  # odd width
+                             (add_norm_fused(0.0), add_norm_composed(0.0), (z, None, x[:1], None, None))):  # broadcast
+        a, c = run_add_norm(fn_f, *args, g), run_add_norm(fn_p, *args, g)
+        assert a[-1] is not fused.DropoutAddLayerNorm
+        for u, v in zip(a[:-1], c[:-1]):
+            assert (u is None and v is None) or np.array_equal(u, v)
+    with pytest.raises(ValueError, match=r"dropout probability must be in \[0, 1\]"):
+        F.dropout_add_layer_norm(z, x, 7, p=-0.1)
+
+
+@needs_numba
+@pytest.mark.parametrize("layer", ["encoder", "decoder"])
+def test_post_ln_layers_are_the_same_with_the_fused_residual_steps(numba_on, monkeypatch, layer):
+    from seqlab.nn import transformer as tr
+
+    seqlab.manual_seed(0)
+    if layer == "encoder":
+        module = seqlab.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.2, activation="gelu")
+        inputs = [np.random.default_rng(4).standard_normal((3, 6, 16)).astype(np.float32)]
+    else:
+        module = seqlab.nn.TransformerDecoderLayer(16, 2, 32, dropout=0.2)
+        inputs = [np.random.default_rng(a).standard_normal((3, s, 16)).astype(np.float32) for a, s in ((4, 6), (5, 7))]
+    g = np.random.default_rng(6).standard_normal((3, 6, 16)).astype(np.float32)
+    calls = []
+    real = fused.DropoutAddLayerNorm.forward
+    monkeypatch.setattr(fused.DropoutAddLayerNorm, "forward", lambda self, *a, **k: (calls.append(1), real(self, *a, **k))[1])
+
+    def step():
+        module.zero_grad()
+        leaves = [seqlab.tensor(a, requires_grad=True) for a in inputs]
+        seqlab.manual_seed(9)
+        y = module(*leaves)
+        (y * seqlab.tensor(g)).sum().backward()
+        return [np.array(y.data)] + [np.array(t.grad) for t in leaves] + \
+            [np.array(p.grad) for _, p in sorted(module.named_parameters())]
+
+    fused_run = step()
+    assert len(calls) == (2 if layer == "encoder" else 3)
+    monkeypatch.setattr(tr, "_add_norm", lambda x, sub, dropout, norm, sub_bias=None:
+                        norm(x + dropout(sub if sub_bias is None else sub + sub_bias)))
+    plain_run = step()
+    assert len(calls) == (2 if layer == "encoder" else 3)
+    for a, c in zip(fused_run, plain_run):
+        np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-5)
