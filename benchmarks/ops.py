@@ -46,8 +46,7 @@ B, T, D, H, V = 32, 64, 256, 4, 8000
 OPS = ("matmul", "softmax", "log_softmax + cross_entropy", "layer_norm", "gelu (erf)", "gelu (tanh)", "embedding",
        "attention", "attention (causal)", "attention (split qkv)",
        "attention (packed qkv)", "bias + gelu + dropout (3 ops)",
-       "bias + gelu + dropout (1 op)", "bias + dropout + add + layer_norm (4 ops)",
-       "bias + dropout + add + layer_norm (1 op)")  # the names of _cases, in order (what --only accepts)
+       "bias + gelu + dropout (1 op)")  # the names of _cases, in order (what --only accepts)
 
 
 def _cases(rng: np.random.Generator):
@@ -70,7 +69,6 @@ def _cases(rng: np.random.Generator):
     q, k, v = (rng.standard_normal((B, H, T, D // H)).astype(f32) for _ in range(3))
     qkv = rng.standard_normal((B, T, 3 * D)).astype(f32)  # an in-projection's output
     ff_bias = rng.standard_normal(4 * D).astype(f32)
-    x2 = rng.standard_normal((B, T, D)).astype(f32)  # a residual stream
 
     def split_heads(a, sdpa):  # what torch's multi-head attention does with it: split, heads, SDPA
         q_, k_, v_ = (t.reshape(B, T, H, D // H).transpose(1, 2) for t in a.split(D, dim=-1))
@@ -104,12 +102,6 @@ def _cases(rng: np.random.Generator):
         ("bias + gelu + dropout (1 op)", f"({B}, {T}, {4 * D}) + bias, p 0.1",
          lambda a, b: F.bias_act_dropout(a, b, "gelu", 0.1), lambda a, b: TF.dropout(TF.gelu(a + b), 0.1),
          [hidden, ff_bias], []),
-        ("bias + dropout + add + layer_norm (4 ops)", f"({B}, {T}, {D}) twice, p 0.1",
-         lambda z, zb, r, g, b: F.layer_norm(r + F.dropout(z + zb, 0.1), D, g, b),
-         lambda z, zb, r, g, b: TF.layer_norm(r + TF.dropout(z + zb, 0.1), (D,), g, b), [x, ln_b, x2, ln_w, ln_b], []),
-        ("bias + dropout + add + layer_norm (1 op)", f"({B}, {T}, {D}) twice, p 0.1",
-         lambda z, zb, r, g, b: F.dropout_add_layer_norm(z, r, D, g, b, p=0.1, x_bias=zb),
-         lambda z, zb, r, g, b: TF.layer_norm(r + TF.dropout(z + zb, 0.1), (D,), g, b), [x, ln_b, x2, ln_w, ln_b], []),
     ], torch
 
 
@@ -159,9 +151,7 @@ output: split into q, k and v by slicing (the engine then adds the three gradien
 zeroed array), or handed in packed (`F.attention_qkv`, one gradient array written in place); torch
 splits in both. The two bias + gelu + dropout rows are a feed-forward's middle after its first
 product: three ops, or one compiled pass forward and one backward (`F.bias_act_dropout`, which the
-Transformer layers, GPT-2's MLP and BERT's intermediate layer run); torch runs three in both. The
-two bias + dropout + add + layer_norm rows are a post-LN layer's residual step, LN(x + dropout(z + b)):
-four ops, or one pass each way (`F.dropout_add_layer_norm`, which post-LN Transformer layers run)."""
+Transformer layers, GPT-2's MLP and BERT's intermediate layer run); torch runs three in both."""
 
 
 def run_table(rounds: int, only: str) -> tuple[str, dict]:

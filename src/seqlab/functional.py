@@ -182,31 +182,6 @@ def linear_act_dropout(x: Tensor, weight: Tensor, bias: Tensor, activation: str 
     return bias_act_dropout(linear(x, weight), bias, activation, p, training, generator)
 
 
-def dropout_add_layer_norm(x: Tensor, residual: Tensor, normalized_shape, weight: Tensor | None = None,
-                           bias: Tensor | None = None, eps: float = 1e-5, p: float = 0.0, training: bool = True,
-                           x_bias: Tensor | None = None, generator: np.random.Generator | None = None) -> Tensor:
-    """layer_norm(residual + dropout(x + x_bias, p, training), normalized_shape, weight, bias, eps):
-    a post-LN Transformer layer's residual step (x_bias: the sublayer's last bias, None for none).
-
-    Where the compiled kernels take the arrays (`seqlab.kernels.dropout_add_layer_norm_takes`; one
-    normalised dim) one pass forward and one backward (`Fu.DropoutAddLayerNorm`), else the four ops;
-    either way the same values up to float32 rounding and the same dropout mask (one key drawn from
-    `generator`, as `dropout` draws it).
-    """
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability must be in [0, 1], got {p}")
-    x, residual = _t(x), _t(residual)
-    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    p = p if training else 0.0
-    arrays = [None if v is None else _t(v).data for v in (x_bias, weight, bias)]
-    if (len(ns) == 1 and p < 1.0 and tuple(x.shape[-1:]) == ns
-            and kernels.dropout_add_layer_norm_takes(x.data, arrays[0], residual.data, *arrays[1:], p > 0.0)):
-        key = _random.mask_key(generator) if p > 0.0 else None
-        return Fu.DropoutAddLayerNorm.apply(x, x_bias, residual, weight, bias, eps=eps, p=p, key=key)
-    h = x if x_bias is None else x + x_bias
-    return layer_norm(residual + dropout(h, p, training, generator), ns, weight, bias, eps)
-
-
 # ---- losses ------------------------------------------------------------------
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
     if reduction == "mean":

@@ -45,8 +45,7 @@ import numpy as np
 from seqlab.errors import ConfigError
 
 __all__ = ["ACTIVATIONS", "adam", "bias_act_dropout", "bias_act_dropout_backward", "bias_act_dropout_takes",
-           "describe", "dropout", "dropout_add_layer_norm", "dropout_add_layer_norm_backward",
-           "dropout_add_layer_norm_takes", "embedding_backward", "gelu_backward", "gelu_forward", "keep_mask",
+           "describe", "dropout", "embedding_backward", "gelu_backward", "gelu_forward", "keep_mask",
            "keyed_dropout", "layer_norm_backward", "layer_norm_forward", "library", "set_threads",
            "softmax_backward", "softmax_rows", "threads", "use"]
 
@@ -379,43 +378,3 @@ def bias_act_dropout_backward(g, z, b, out, activation: str, key: int | None, th
                                                   ACTIVATIONS[activation], *_consts(key, threshold, scale),
                                                   gz.reshape(-1, f), gb)
     return gz, gb
-
-
-def dropout_add_layer_norm_takes(z, zb, x, w, b, dropout: bool) -> bool:
-    """Whether `dropout_add_layer_norm` takes these arrays: z and x float32 in C order of one shape, zb, w
-    and b None or such vectors of its last size, and with dropout an even last size."""
-    d = z.shape[-1] if getattr(z, "ndim", 0) else 0
-    return (_kernels(z, x, *(v for v in (zb, w, b) if v is not None)) is not None and z.shape == x.shape
-            and d > 0 and not (dropout and d % 2) and all(v is None or v.shape == (d,) for v in (zb, w, b)))
-
-
-def dropout_add_layer_norm(z, zb, x, w, b, eps: float, key: int | None, threshold: int, scale):
-    """(y, x̂, r): y = LayerNorm(x + dropout(z + zb)) over the last axis, with `layer_norm_forward`'s x̂ and
-    r (N, 1), the keep mask keyed by `key` made on the fly (`keyed_dropout`'s for z's shape; None: no
-    dropout). zb, w, b (D,) or None (zeros, ones, zeros). None when `dropout_add_layer_norm_takes` says no."""
-    if not dropout_add_layer_norm_takes(z, zb, x, w, b, key is not None):
-        return None
-    d = z.shape[-1]
-    zb, w, b = (np.zeros(d, _FLOAT32) if zb is None else zb, np.ones(d, _FLOAT32) if w is None else w,
-                np.zeros(d, _FLOAT32) if b is None else b)
-    z2, n = z.reshape(-1, d), z.size // d
-    y, xhat, rstd = np.empty_like(z2), np.empty_like(z2), np.empty(n, _FLOAT32)
-    _twin(_module(), "dropout_add_layer_norm", z.size)(z2, zb, x.reshape(-1, d), *_consts(key, threshold, scale),
-                                                       w, b, _FLOAT32.type(eps), y, xhat, rstd)
-    return y.reshape(z.shape), xhat, rstd[:, None]
-
-
-def dropout_add_layer_norm_backward(g, xhat, rstd, w, key: int | None, threshold: int, scale):
-    """(gx, gz, gw, gb, gzb): the gradients of `dropout_add_layer_norm`'s x, z, w, b and zb for upstream g,
-    from its x̂ and r; the three (D,) sums in blocks of `ROWS` rows, the blocks in order. Runs wherever
-    the forward ran, even with the kernels switched off since."""
-    from seqlab import _numba_kernels as k  # forward ran the kernels: Numba is here
-
-    n, d = xhat.shape
-    g2 = np.ascontiguousarray(g, dtype=_FLOAT32).reshape(n, d)
-    w = np.ones(d, _FLOAT32) if w is None else w
-    gx, gz = np.empty_like(xhat), np.empty_like(xhat)
-    gw, gb, gzb = np.zeros(d, _FLOAT32), np.zeros(d, _FLOAT32), np.zeros(d, _FLOAT32)
-    _twin(k, "dropout_add_layer_norm_backward", xhat.size)(g2, xhat, rstd.reshape(-1), w,
-                                                           *_consts(key, threshold, scale), gx, gz, gw, gb, gzb)
-    return gx.reshape(g.shape), gz.reshape(g.shape), gw, gb, gzb

@@ -58,15 +58,6 @@ def _activation(activation: str | Callable) -> Callable:
     raise ValueError(f"activation should be 'relu', 'gelu' or a callable, got {activation!r}")
 
 
-def _add_norm(x: Tensor, sub: Tensor, dropout: Dropout, norm: Module, sub_bias=None) -> Tensor:
-    """norm(x + dropout(sub + sub_bias)), a post-LN layer's residual step: for a LayerNorm one op
-    (`F.dropout_add_layer_norm`: the bias, dropout, the add and the norm in one pass)."""
-    if isinstance(norm, LayerNorm):
-        return F.dropout_add_layer_norm(sub, x, norm.normalized_shape, norm.weight, norm.bias, norm.eps, dropout.p,
-                                        dropout.training, x_bias=sub_bias)
-    return norm(x + dropout(sub if sub_bias is None else sub + sub_bias))
-
-
 def _check_batch_first(batch_first: bool, name: str) -> None:
     if not batch_first:
         raise ValueError(f"seqlab is batch-first everywhere: {name} takes (B, T, d_model) inputs; "
@@ -125,23 +116,23 @@ class TransformerEncoderLayer(Module):
         extra = {"rotary": rotary, "position_bias": position_bias}
         if self.norm_first:
             a, w = self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal, output_attentions, extra)
-            x = x + self.dropout1(a)
-            x = x + self.dropout2(self.linear2(self._ff_hidden(self.norm2(x))))
-        else:  # each residual step one op (_add_norm), linear2's bias added in it
+            x = x + a
+            x = x + self._ff_block(self.norm2(x))
+        else:
             a, w = self._sa_block(x, src_mask, src_key_padding_mask, is_causal, output_attentions, extra)
-            x = _add_norm(x, a, self.dropout1, self.norm1)
-            x = _add_norm(x, F.linear(self._ff_hidden(x), self.linear2.weight), self.dropout2, self.norm2,
-                          self.linear2.bias)
+            x = self.norm1(x + a)
+            x = self.norm2(x + self._ff_block(x))
         return (x, w) if output_attentions else x
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal, need_weights, extra):
-        """Self-attention's output (before dropout1) and weights."""
-        return self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                              need_weights=need_weights, average_attn_weights=False, is_causal=is_causal, **extra)
+        out, w = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                                need_weights=need_weights, average_attn_weights=False, is_causal=is_causal, **extra)
+        return self.dropout1(out), w
 
-    def _ff_hidden(self, x: Tensor) -> Tensor:
-        """dropout(activation(linear1(x))), (B, T, dim_feedforward): the feed-forward before linear2."""
-        return feed_forward_in(x, self.linear1, self.activation, self.dropout.p, self.dropout.training)
+    def _ff_block(self, x: Tensor) -> Tensor:
+        x = feed_forward_in(x, self.linear1, self.activation, self.dropout.p, self.dropout.training)  # (B, T, ff)
+        x = self.linear2(x)  # (B, T, d)
+        return self.dropout2(x)
 
 
 class TransformerDecoderLayer(Module):
@@ -181,37 +172,34 @@ class TransformerDecoderLayer(Module):
         extra = {"rotary": rotary, "position_bias": position_bias}
         if self.norm_first:
             a, ws = self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal, output_attentions, extra)
-            x = x + self.dropout1(a)
+            x = x + a
             c, wc = self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal,
                                     output_attentions)
-            x = x + self.dropout2(c)
+            x = x + c
             x = x + self._ff_block(self.norm3(x))
-        else:  # each residual step one op (_add_norm), linear2's bias added in it
+        else:
             a, ws = self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal, output_attentions, extra)
-            x = _add_norm(x, a, self.dropout1, self.norm1)
+            x = self.norm1(x + a)
             c, wc = self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal,
                                     output_attentions)
-            x = _add_norm(x, c, self.dropout2, self.norm2)
-            x = _add_norm(x, F.linear(self._ff_hidden(x), self.linear2.weight), self.dropout3, self.norm3,
-                          self.linear2.bias)
+            x = self.norm2(x + c)
+            x = self.norm3(x + self._ff_block(x))
         return (x, ws, wc) if output_attentions else x
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal, need_weights, extra):
-        """Masked self-attention's output (before dropout1) and weights."""
-        return self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                              need_weights=need_weights, average_attn_weights=False, is_causal=is_causal, **extra)
+        out, w = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                                need_weights=need_weights, average_attn_weights=False, is_causal=is_causal, **extra)
+        return self.dropout1(out), w
 
     def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal, need_weights):
-        """Cross-attention's output (before dropout2) and weights."""
-        return self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                                   need_weights=need_weights, average_attn_weights=False, is_causal=is_causal)
-
-    def _ff_hidden(self, x: Tensor) -> Tensor:
-        """dropout(activation(linear1(x))), (B, L, dim_feedforward): the feed-forward before linear2."""
-        return feed_forward_in(x, self.linear1, self.activation, self.dropout.p, self.dropout.training)
+        out, w = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                                     need_weights=need_weights, average_attn_weights=False, is_causal=is_causal)
+        return self.dropout2(out), w
 
     def _ff_block(self, x: Tensor) -> Tensor:
-        return self.dropout3(self.linear2(self._ff_hidden(x)))  # (B, L, d)
+        x = feed_forward_in(x, self.linear1, self.activation, self.dropout.p, self.dropout.training)  # (B, L, ff)
+        x = self.linear2(x)  # (B, L, d)
+        return self.dropout3(x)
 
 
 class TransformerEncoder(Module):

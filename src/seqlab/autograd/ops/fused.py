@@ -366,39 +366,6 @@ class BiasActDropout(Function):
         return gz if self.needs_input_grad[0] else None, gb if self.needs_input_grad[1] else None
 
 
-class DropoutAddLayerNorm(Function):
-    """y = LayerNorm(x + dropout(z + zb)) over the last axis: post-LN's residual step in one pass.
-
-    The plain formula, four ops: h = z + zb;  d = h ⊙ keep · 1/(1 − p);  s = x + d;
-    y = LayerNorm(s) (weight w, bias b; `LayerNorm` here). Backward: gx = LayerNorm's
-    input gradient (the residual's), gz = gx ⊙ keep · 1/(1 − p), gzb = Σ gz over the rows,
-    and LayerNorm's gw, gb. The keep mask is `Dropout`'s for `key` (no key: no dropout),
-    made on the fly and again in backward; zb, w and b may be None. Keeps what LayerNorm
-    keeps (x̂ and r), nothing of h, d or s. Only the compiled kernels run it
-    (`seqlab.kernels.dropout_add_layer_norm`; `F.dropout_add_layer_norm` composes the
-    four ops where they do not apply).
-    """
-
-    def forward(self, z, zb, x, w, b, eps=1e-5, p=0.0, key=None):
-        self.key = key
-        self.threshold = _random.keep_threshold(p) if key is not None else 0
-        self.scale = z.dtype.type(1.0 / (1.0 - p))
-        done = kernels.dropout_add_layer_norm(z, zb, x, w, b, eps, key, self.threshold, self.scale)
-        if done is None:
-            raise ValueError("DropoutAddLayerNorm runs on the compiled kernels only: F.dropout_add_layer_norm "
-                             "checks seqlab.kernels.dropout_add_layer_norm_takes first")
-        y, xhat, rstd = done
-        if any(self.needs_input_grad):
-            self.save_for_backward(xhat, rstd, w)
-        return y
-
-    def backward(self, grad):
-        xhat, rstd, w = self.saved
-        gx, gz, gw, gb, gzb = kernels.dropout_add_layer_norm_backward(grad, xhat, rstd, w, self.key,
-                                                                      self.threshold, self.scale)
-        return tuple(g if need else None for g, need in zip((gz, gzb, gx, gw, gb), self.needs_input_grad))
-
-
 def _matmul_heads_interleaved(w, v, alpha=1.0, out=None):
     """alpha · (w @ v), (..., H, Tq, Dv), written into memory laid out as (..., Tq, H, Dv).
 
