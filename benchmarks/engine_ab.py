@@ -3,6 +3,7 @@
     python benchmarks/engine_ab.py encoder-train --rounds 6                  # NumPy's BLAS vs MKL
     python benchmarks/engine_ab.py gpt-train --switch kernels                # NumPy's row passes vs Numba's
     python benchmarks/engine_ab.py bert-infer --data-dir ../shared/data
+    python benchmarks/engine_ab.py encoder-train --switch fused-ff           # the feed-forward's 3 ops vs 1
 
 Builds the benchmark's models once (as `seqlab bench` does: same weights and
 inputs, `--threads` for every library, default 1), then in each round times
@@ -11,7 +12,8 @@ one untimed step each. `--switch blas` (the default) moves seqlab's products
 from NumPy's BLAS to MKL (`seqlab.mkl.use`; needs `pip install 'seqlab[mkl]'`);
 `--switch kernels` moves LayerNorm, the softmax, GELU, dropout (and its masks)
 and the Adam update from NumPy to the compiled kernels (`seqlab.kernels.use`; needs `pip install
-'seqlab[numba]'`). Prints the median wall time of each and the two ratios to
+'seqlab[numba]'`); `--switch fused-ff` runs a feed-forward's bias, activation and dropout as
+three ops or as one (`F.bias_act_dropout`, through `seqlab.nn.linear.FUSE_FEED_FORWARD`). Prints the median wall time of each and the two ratios to
 torch. Alternating in one process keeps a VM's drift out of the comparison,
 which two separate `seqlab bench` runs do not.
 """
@@ -26,11 +28,31 @@ from _cli import check_data_dir, fail, positive_int, run_main
 from seqlab import kernels, mkl
 from seqlab.bench.harness import set_threads
 from seqlab.bench.memory import MODULES
+from seqlab.nn import linear
+
+
+
+class _FusedFeedForward:
+    """The fused-ff switch, with a library's use() and describe(): 'ops' (three) or 'fused' (one op)."""
+
+    @staticmethod
+    def use(choice: str | None) -> str:
+        linear.FUSE_FEED_FORWARD = choice != "ops"
+        if choice == "fused":
+            kernels.use("numba")  # the one op needs the compiled kernels (an error here when Numba is missing)
+            kernels.use(None)
+        return "fused" if linear.FUSE_FEED_FORWARD else "ops"
+
+    @staticmethod
+    def describe() -> str:
+        return "one op (F.bias_act_dropout)" if linear.FUSE_FEED_FORWARD else "three ops"
+
 
 # switch: (module whose use() flips it, its off and on choices, what "on" needs, how to install it)
 SWITCHES = {
     "blas": (mkl, "numpy", "mkl", "MKL's library", "seqlab[mkl]"),
     "kernels": (kernels, "numpy", "numba", "Numba", "seqlab[numba]"),
+    "fused-ff": (_FusedFeedForward, "ops", "fused", "Numba", "seqlab[numba]"),
 }
 
 
@@ -38,7 +60,8 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("name", choices=sorted(MODULES))
     p.add_argument("--switch", choices=sorted(SWITCHES), default="blas",
-                   help="blas: NumPy's BLAS vs MKL (default); kernels: NumPy's row passes vs Numba's")
+                   help="blas: NumPy's BLAS vs MKL (default); kernels: NumPy's row passes vs Numba's; "
+                        "fused-ff: a feed-forward's bias, activation and dropout as three ops vs one")
     p.add_argument("--rounds", type=positive_int, default=6, help="alternating rounds (default 6)")
     p.add_argument("--steps", type=positive_int, default=3, help="timed steps per side and round (default 3)")
     p.add_argument("--threads", type=positive_int, default=1, help="threads for every library (default 1)")

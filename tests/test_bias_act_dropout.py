@@ -182,3 +182,19 @@ def test_gpt_mlp_uses_the_fused_op_and_gives_the_same_gradients(numba_on, monkey
     assert len(calls) == 1
     for name, grad in with_fused.items():
         np.testing.assert_allclose(grad, plain[name], rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+@needs_numba
+def test_the_layers_switch_to_three_ops_when_asked(numba_on, monkeypatch):
+    from seqlab.nn import linear
+
+    layer = seqlab.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1, activation="gelu")
+    calls = []
+    real = fused.BiasActDropout.forward
+    monkeypatch.setattr(fused.BiasActDropout, "forward", lambda self, *a, **k: (calls.append(1), real(self, *a, **k))[1])
+    x = seqlab.tensor(arrays(2, 3, 8)[0])
+    layer(x)
+    assert len(calls) == 1
+    monkeypatch.setattr(linear, "FUSE_FEED_FORWARD", False)  # benchmarks/engine_ab.py --switch fused-ff
+    layer(x)
+    assert len(calls) == 1

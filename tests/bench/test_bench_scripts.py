@@ -129,3 +129,12 @@ def test_attention_products_times_the_six_products_and_agrees_with_torch():
     for row in rows[:6]:  # seqlab µs, GFLOP/s, torch µs and the ratio all present (a tiny shape's rate rounds to 0)
         seqlab_us, rate, torch_us, ratio = (float(c) for c in row.strip("|").split("|")[2:])
         assert seqlab_us > 0 and rate >= 0 and torch_us > 0 and ratio > 0, row
+
+
+def test_engine_ab_fused_ff_switch_times_both_sides_and_puts_the_flag_back():
+    """--switch fused-ff alternates the feed-forward's three ops and F.bias_act_dropout (gpt-train: small)."""
+    pytest.importorskip("numba")
+    proc = run_script("engine_ab.py", "gpt-train", "--switch", "fused-ff", "--rounds", "1", "--steps", "1")
+    assert proc.returncode == 0, proc.stderr
+    line = proc.stdout.strip().splitlines()[-1]
+    assert "on ops" in line and "on one op (F.bias_act_dropout)" in line and "(fused)" in line, line

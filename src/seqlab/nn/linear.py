@@ -44,11 +44,14 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+FUSE_FEED_FORWARD = True  # False: `feed_forward_in` runs three ops (benchmarks/engine_ab.py --switch fused-ff)
+
+
 def feed_forward_in(x: Tensor, linear: Linear, activation, p: float = 0.0, training: bool = True) -> Tensor:
     """dropout(activation(linear(x)), p), a feed-forward block's first half. Where `activation` has a
     fused form (`F.fused_activation`: ReLU, the exact or the tanh GELU) and `linear` a bias, the bias,
     the activation and dropout are one op after the product (`F.linear_act_dropout`); else three."""
-    name = F.fused_activation(activation)
+    name = F.fused_activation(activation) if FUSE_FEED_FORWARD else None
     if name is None or linear.bias is None:
         return F.dropout(activation(linear(x)), p, training)
     return F.linear_act_dropout(x, linear.weight, linear.bias, name, p, training)
