@@ -1,4 +1,4 @@
-"""Compiled kernels on the CPU (optional): LayerNorm, the softmax, dropout, GELU and Adam.
+"""Compiled kernels on the CPU (optional): LayerNorm, the softmax, dropout, GELU, Adam, and a feed-forward's middle.
 
 NumPy runs one operation at a time over the whole array: LayerNorm's forward
 is five passes through memory (row sums, x − μ, squares summed, ·r, ·w + b)
@@ -10,7 +10,8 @@ encoder-train's size take ~1/4 of the NumPy time, the softmax's ~1/2 to
 ~1/3, GELU's ~1/3 to ~1/5 (benchmarks/row_kernels.py). Dropout's keep masks
 (SplitMix64 words, `seqlab.random`) are drawn 7-12x faster than NumPy's
 formula and, for plain dropout, made again in backward instead of stored;
-an Adam(W) step is one pass instead of ~14 (~5x); the embedding's gradient
+an Adam(W) step is one pass instead of ~14 (~5x); a feed-forward's bias,
+activation and dropout are one pass each way (`bias_act_dropout`); the embedding's gradient
 is its rows added in place by id (~1.5x faster than SciPy's sparse
 product). Everything else, and every other dtype and array library, stays
 NumPy.

@@ -16,7 +16,6 @@ from seqlab import functional as F
 from seqlab.errors import ConfigError
 
 
-
 def _gelu_tanh(x):
     return F.gelu(x, approximate="tanh")
 
