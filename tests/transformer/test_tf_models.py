@@ -200,9 +200,12 @@ def test_translator_learns_to_copy_and_decodes(rng):
                            dim_feedforward=64, dropout=0.0, share_embeddings=True)
     model = Translator(cfg)
     assert model.generator.weight is model.src_embedding.weight  # shared and tied
-    opt = Adam(model.parameters(), lr=5e-3, betas=(0.9, 0.98))
+    # 800 steps at 3e-3: every one of 12 data seeds decoded all 16 sequences, with the compiled kernels and
+    # without them. 300 steps at 5e-3 left 2 of 5 seeds under 0.9, so a change in float32 rounding alone
+    # could fail the test
+    opt = Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.98))
     losses = []
-    for _ in range(300):
+    for _ in range(800):
         loss = tr.translation_loss(model, _copy_batch(rng), label_smoothing=0.1)
         opt.zero_grad()
         loss.backward()
