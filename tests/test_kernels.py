@@ -634,3 +634,10 @@ def test_a_bad_seqlab_kernels_is_one_line_from_the_command_line():
                           env={**os.environ, "SEQLAB_KERNELS": "fast"})
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.strip() == "error: SEQLAB_KERNELS='fast': expected one of auto, numpy, numba"
+
+
+def test_softmax_backward_folds_a_scale_in(on):
+    g, w = f32(6, 9), f32(6, 9)
+    plain = kernels.softmax_backward(g, w)
+    np.testing.assert_array_equal(kernels.softmax_backward(g, w, scale=1.0), plain)
+    np.testing.assert_allclose(kernels.softmax_backward(g, w, scale=0.125), plain * np.float32(0.125), rtol=1e-6)

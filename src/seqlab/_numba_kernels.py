@@ -279,29 +279,30 @@ def softmax_parallel(s, m, t, have_stats):  # pragma: no cover - compiled
 
 
 @_jit
-def _softmax_backward_rows(g, w, out, lo, hi):  # pragma: no cover - compiled
-    """Per row: out = w ⊙ (g − Σ g ⊙ w), the softmax's input gradient. `out` may be `g`."""
+def _softmax_backward_rows(g, w, scale, out, lo, hi):  # pragma: no cover - compiled
+    """Per row: out = w ⊙ (g − Σ g ⊙ w) · scale, the softmax's input gradient (scale 1: exactly that;
+    attention folds its 1/√d in here). `out` may be `g`."""
     k = g.shape[1]
     for i in range(lo, hi):
         t = np.float32(0.0)
         for j in range(k):
             t += g[i, j] * w[i, j]
         for j in range(k):
-            out[i, j] = (g[i, j] - t) * w[i, j]
+            out[i, j] = (g[i, j] - t) * w[i, j] * scale
 
 
 @_jit
-def softmax_backward(g, w, out):  # pragma: no cover - compiled
+def softmax_backward(g, w, scale, out):  # pragma: no cover - compiled
     n = g.shape[0]
     for c in range(_blocks(n, ROWS)):
-        _softmax_backward_rows(g, w, out, c * ROWS, min(n, (c + 1) * ROWS))
+        _softmax_backward_rows(g, w, scale, out, c * ROWS, min(n, (c + 1) * ROWS))
 
 
 @_jit_parallel
-def softmax_backward_parallel(g, w, out):  # pragma: no cover - compiled
+def softmax_backward_parallel(g, w, scale, out):  # pragma: no cover - compiled
     n = g.shape[0]
     for c in prange(_blocks(n, ROWS)):
-        _softmax_backward_rows(g, w, out, c * ROWS, min(n, (c + 1) * ROWS))
+        _softmax_backward_rows(g, w, scale, out, c * ROWS, min(n, (c + 1) * ROWS))
 
 
 # ---- dropout ---------------------------------------------------------------------------------

@@ -234,14 +234,15 @@ def softmax_rows(s, stats: tuple | None = None, in_place: bool = True):
     return s, (m.reshape(keep), total.reshape(keep))
 
 
-def softmax_backward(g, w, out=None):
-    """w ⊙ (g − Σ g ⊙ w) over the last axis (into `out`, which may be `g`); g and w the same shape."""
+def softmax_backward(g, w, out=None, scale: float = 1.0):
+    """w ⊙ (g − Σ g ⊙ w) · scale over the last axis (into `out`, which may be `g`); g and w the same shape."""
     k = _kernels(g, w) if g.shape == w.shape and g.ndim > 0 else None
     if k is None or (out is not None and _kernels(out) is None):
         return None
     out = np.empty_like(g) if out is None else out
     n = g.shape[-1]
-    _twin(k, "softmax_backward", g.size)(g.reshape(-1, n), w.reshape(-1, n), out.reshape(-1, n))
+    _twin(k, "softmax_backward", g.size)(g.reshape(-1, n), w.reshape(-1, n), _FLOAT32.type(scale),
+                                         out.reshape(-1, n))
     return out
 
 

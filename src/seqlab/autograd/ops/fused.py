@@ -487,12 +487,17 @@ class Attention(Function):
         if self.keep is not None and kernels.dropout(gw, self.keep, self.pscale, out=gw) is None:
             gw *= self.keep
             gw *= self.pscale
-        if kernels.softmax_backward(gw, w, out=gw) is None:
+        # dS = P ⊙ (dP − Σ dP ⊙ P), times the scale when no bias wants dS itself: dq and dk then take it
+        # without a pass of their own (NumPy's product scales its output in one)
+        fold, alpha = (1.0, self.scale) if want_bias else (self.scale, 1.0)
+        if kernels.softmax_backward(gw, w, out=gw, scale=fold) is None:
             gw -= _rowdot(gw, w, -1)
-            gw *= w  # dS = P ⊙ (dP − Σ dP ⊙ P)
+            gw *= w
+            if fold != 1.0:
+                gw *= gw.dtype.type(fold)
         gs = gw
-        gq = _matmul_heads_interleaved(gs, k, alpha=self.scale, out=outs[0]) if want_q else None
-        gk = _matmul_heads_interleaved(gs.swapaxes(-1, -2), q, alpha=self.scale, out=outs[1]) if want_k else None
+        gq = _matmul_heads_interleaved(gs, k, alpha=alpha, out=outs[0]) if want_q else None
+        gk = _matmul_heads_interleaved(gs.swapaxes(-1, -2), q, alpha=alpha, out=outs[1]) if want_k else None
         return gq, gk, gv, gs if want_bias else None
 
 
