@@ -37,10 +37,9 @@ class _FusedFeedForward:
 
     @staticmethod
     def use(choice: str | None) -> str:
+        if choice == "fused" and kernels.library() != "numba":  # the one op runs on the compiled kernels
+            raise RuntimeError("F.bias_act_dropout needs the compiled kernels")
         linear.FUSE_FEED_FORWARD = choice != "ops"
-        if choice == "fused":
-            kernels.use("numba")  # the one op needs the compiled kernels (an error here when Numba is missing)
-            kernels.use(None)
         return "fused" if linear.FUSE_FEED_FORWARD else "ops"
 
     @staticmethod
