@@ -94,6 +94,27 @@ def test_matmul_on_mkl_really_calls_mkl(on_mkl, monkeypatch):
     assert len(calls) == 2
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_batches_of_small_products_go_to_mkl_by_layout_and_threads(on_mkl, monkeypatch, threads):
+    """Each product under MIN_MACS: a batch of them goes to MKL's batched GEMM when it is large in all and
+    MKL has several threads, or (one thread) when the second matrix is a transposed view (q·kᵀ); the
+    values are the product's either way."""
+    monkeypatch.setattr(mkl, "MIN_MACS", 64 ** 3)
+    monkeypatch.setattr(mkl, "_threads", threads)
+    calls = []
+    real = mkl._numpy
+    monkeypatch.setattr(mkl, "_numpy", lambda *args: calls.append(args) or real(*args))
+    q, k = f32(48, 32, 16), f32(48, 32, 16)  # 48 products of 32 x 16 x 32: each under MIN_MACS, all above
+    cases = [(q, k.swapaxes(-1, -2), True), (q @ k.swapaxes(-1, -2), k, threads > 1),
+             (q[:2], k[:2].swapaxes(-1, -2), False)]  # the last: 2 products, under MIN_MACS in all
+    for a, b, to_mkl in cases:
+        before = len(calls)
+        got = mkl.matmul(a, b, alpha=0.5)
+        assert (len(calls) == before) == to_mkl, (a.shape, b.shape, threads)
+        np.testing.assert_allclose(got, _reference(a, b, 0.5), rtol=1e-5, atol=1e-5)
+    assert mkl.matmul(f32(32, 16), f32(16, 32)).shape == (32, 32) and len(calls) == 3 - (threads > 1)  # 2-D: NumPy
+
+
 def test_edge_cases_keep_numpys_answers(on_mkl):
     a = f32(1024, 1024)  # MKL packs smaller operands whole before writing, so only a large product shows it
     np.testing.assert_array_equal(mkl.matmul(f32(3, 0), f32(0, 5)), np.zeros((3, 5), np.float32))  # k = 0
