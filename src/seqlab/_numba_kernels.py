@@ -59,9 +59,11 @@ def _blocks(n, size):  # pragma: no cover - compiled
 
 @_jit
 def _layer_norm_forward_rows(x, w, b, eps, y, xhat, rstd, lo, hi):  # pragma: no cover - compiled
-    """Per row: μ = mean(x), r = 1/√(mean((x − μ)²) + eps), x̂ = (x − μ)·r, y = x̂·w + b."""
+    """Per row: μ = mean(x), r = 1/√(mean((x − μ)²) + eps), x̂ = (x − μ)·r, y = x̂·w + b; x̂ kept unless
+    `xhat` has no rows."""
     d = x.shape[1]
     inv_d = np.float32(1.0) / np.float32(d)
+    keep = xhat.shape[0] != 0
     for i in range(lo, hi):
         s = np.float32(0.0)
         for j in range(d):
@@ -73,15 +75,20 @@ def _layer_norm_forward_rows(x, w, b, eps, y, xhat, rstd, lo, hi):  # pragma: no
             v += c * c
         r = np.float32(1.0) / np.sqrt(v * inv_d + eps)
         rstd[i] = r
-        for j in range(d):
-            h = (x[i, j] - mu) * r
-            xhat[i, j] = h
-            y[i, j] = h * w[j] + b[j]
+        if keep:
+            for j in range(d):
+                h = (x[i, j] - mu) * r
+                xhat[i, j] = h
+                y[i, j] = h * w[j] + b[j]
+        else:  # one output: a loop with a single store vectorises (1.8x at 1408 x 384 on the Xeon)
+            for j in range(d):
+                h = (x[i, j] - mu) * r
+                y[i, j] = h * w[j] + b[j]
 
 
 @_jit
 def layer_norm_forward(x, w, b, eps, y, xhat, rstd):  # pragma: no cover - compiled
-    """x, y, xhat (N, D); w, b (D,); rstd (N,). `xhat` may be `y` (when nothing keeps x̂)."""
+    """x, y, xhat (N, D); w, b (D,); rstd (N,). `xhat` of shape (0, D): x̂ is not kept."""
     n = x.shape[0]
     for c in range(_blocks(n, ROWS)):
         _layer_norm_forward_rows(x, w, b, eps, y, xhat, rstd, c * ROWS, min(n, (c + 1) * ROWS))

@@ -192,7 +192,7 @@ def layer_norm_forward(x2, w, b, eps: float, keep_xhat: bool = True):
     if k is None:
         return None
     y = np.empty_like(x2)
-    xhat = np.empty_like(x2) if keep_xhat else y
+    xhat = np.empty_like(x2) if keep_xhat else np.empty((0, d), _FLOAT32)
     rstd = np.empty(x2.shape[0], _FLOAT32)
     _twin(k, "layer_norm_forward", x2.size)(x2, w, b, _FLOAT32.type(eps), y, xhat, rstd)
     return y, (xhat if keep_xhat else None), rstd[:, None]
