@@ -52,10 +52,13 @@ __all__ = ["ACTIVATIONS", "adam", "bias_act_dropout", "bias_act_dropout_backward
 
 _CHOICES = ("auto", "numpy", "numba")
 _FLOAT32 = np.dtype(np.float32)
-# below this many values the parallel twins are not used: a launch costs more than half the work saves
-# (on the Xeon in docs/results.md, LayerNorm forward at 768 x 128 = 98,304 values: 52 us on two threads
-# against 68 us serially; smaller arrays were not measured, 2^15 is a margin below that)
-MIN_PARALLEL = 1 << 15
+# below this many values the parallel twins are not used. Alone, a kernel gains from two threads from
+# about 10^5 values (on the Xeon in docs/results.md, LayerNorm forward at 768 x 128: 52 us on two
+# threads against 68 serially), but inside a model, between MKL's threaded products, it did not:
+# gpt-train on two threads (arrays of 98,304-393,216 values) took 4-5% less time with every kernel
+# serial, bert-infer (540,672 and more) 2-3% more; 2^19 keeps the first serial and the second, and
+# encoder-train (524,288 and more), parallel (docs/results.md, 2026-12-03)
+MIN_PARALLEL = 1 << 19
 _chosen: str | None = None  # set by use(); None: the environment's SEQLAB_KERNELS
 _threads: int | None = None  # set by set_threads(); None: NumPy's BLAS count, read when first needed
 
