@@ -1,8 +1,10 @@
 """The six matrix products of attention's forward and backward, as seqlab lays them out, against torch.
 
-    python benchmarks/attention_products.py [--shape 32,4,64,64] [--threads 1] [--repeats 100]
+    python benchmarks/attention_products.py [--shape 32,4,64,64] [--threads 1] [--repeats 100] [--small-batches numpy]
 
-`--shape` is B,H,T,D (default: encoder-train's attention). q, k, v and the
+`--shape` is B,H,T,D (default: encoder-train's attention). `--small-batches
+numpy` keeps every small product on NumPy where MKL is in use (see
+`seqlab.mkl.BATCH_SMALL_PRODUCTS`). q, k, v and the
 output's gradient are (B, H, T, D) views of (B, T, H, D) arrays, the heads
 interleaved as `nn.MultiheadAttention` splits them; the (B, H, T, T) weights
 are contiguous; outputs that merge heads again are written interleaved, as
@@ -34,6 +36,9 @@ def main(argv=None) -> None:
     p.add_argument("--shape", type=shape_arg, default=(32, 4, 64, 64), help="B,H,T,D (default 32,4,64,64)")
     p.add_argument("--threads", type=positive_int, default=1, help="BLAS and torch threads (default 1)")
     p.add_argument("--repeats", type=positive_int, default=100, help="timed calls per figure (default 100)")
+    p.add_argument("--small-batches", choices=("mkl", "numpy"), default="mkl",
+                   help="with MKL in use: batches of small products where seqlab.mkl.matmul chooses MKL's "
+                        "batched GEMM (mkl, the default), or always NumPy, one product per matrix")
     args = p.parse_args(argv)
 
     import numpy as np
@@ -42,8 +47,10 @@ def main(argv=None) -> None:
 
     from seqlab.bench.harness import set_threads
     from seqlab.blas import openblas_kernels
+    from seqlab import mkl
     from seqlab.mkl import matmul as mm
 
+    mkl.BATCH_SMALL_PRODUCTS = args.small_batches == "mkl"
     threads = set_threads(args.threads)
     B, H, T, D = args.shape
     rng = np.random.default_rng(0)
@@ -70,8 +77,10 @@ def main(argv=None) -> None:
         ("backward dk = dSᵀ·q", "T·N", lambda: mm(w.swapaxes(-1, -2), q, out=merged), (w.swapaxes(-1, -2), q), merged),
         ("forward  kᵀ copied, then q·kᵀ", "N·N", copy_then_nn, None, scores),
     ]
-    print(f"attention products at B,H,T,D = {B},{H},{T},{D}; {threads} thread(s); "
-          f"{openblas_kernels() or 'NumPy BLAS'}; median of {args.repeats} calls")
+    blas = f"{mkl.describe()}, small batches on {args.small_batches}" if mkl.library() == "mkl" else (
+        openblas_kernels() or "NumPy BLAS")
+    print(f"attention products at B,H,T,D = {B},{H},{T},{D}; {threads} thread(s); {blas}; "
+          f"median of {args.repeats} calls")
     print("| product | layout | seqlab µs | GFLOP/s | torch µs | seqlab / torch |")
     print("| --- | --- | --- | --- | --- | --- |")
     flops = 2.0 * B * H * T * T * D

@@ -4,6 +4,8 @@
     python benchmarks/engine_ab.py gpt-train --switch kernels                # NumPy's row passes vs Numba's
     python benchmarks/engine_ab.py bert-infer --data-dir ../shared/data
     python benchmarks/engine_ab.py encoder-train --switch fused-ff           # the feed-forward's 3 ops vs 1
+    python benchmarks/engine_ab.py gpt-train --threads 2 --switch small-batches  # attention's products
+    python benchmarks/engine_ab.py gpt-train --threads 2 --switch min-parallel   # parallel kernels from 2^15 / 2^19
 
 Builds the benchmark's models once (as `seqlab bench` does: same weights and
 inputs, `--threads` for every library, default 1), then in each round times
@@ -13,7 +15,11 @@ from NumPy's BLAS to MKL (`seqlab.mkl.use`; needs `pip install 'seqlab[mkl]'`);
 `--switch kernels` moves LayerNorm, the softmax, GELU, dropout (and its masks)
 and the Adam update from NumPy to the compiled kernels (`seqlab.kernels.use`; needs `pip install
 'seqlab[numba]'`); `--switch fused-ff` runs a feed-forward's bias, activation and dropout as
-three ops or as one (`F.bias_act_dropout`, through `seqlab.nn.linear.FUSE_FEED_FORWARD`). Prints the median wall time of each and the two ratios to
+three ops or as one (`F.bias_act_dropout`, through `seqlab.nn.linear.FUSE_FEED_FORWARD`);
+`--switch small-batches` runs batches of small products (attention's, per head) on NumPy, one BLAS call
+per matrix, or on MKL's batched GEMM where `seqlab.mkl.matmul` chooses it (needs MKL);
+`--switch min-parallel` hands arrays to the kernels' parallel twins from 2^15 values or from 2^19
+(`seqlab.kernels.MIN_PARALLEL`; matters on two threads or more). Prints the median wall time of each and the two ratios to
 torch. Alternating in one process keeps a VM's drift out of the comparison,
 which two separate `seqlab bench` runs do not.
 """
@@ -47,11 +53,46 @@ class _FusedFeedForward:
         return "one op (F.bias_act_dropout)" if linear.FUSE_FEED_FORWARD else "three ops"
 
 
+class _SmallBatches:
+    """The small-batches switch, both sides on MKL: batches of small products on NumPy (one BLAS call per
+    matrix) or, where `seqlab.mkl.matmul` chooses it, on MKL's batched GEMM (`seqlab.mkl.BATCH_SMALL_PRODUCTS`)."""
+
+    @staticmethod
+    def use(choice: str | None) -> str:
+        mkl.use(None if choice is None else "mkl")  # both sides on MKL (an error when it is not installed)
+        mkl.BATCH_SMALL_PRODUCTS = choice != "numpy"
+        return "mkl" if mkl.BATCH_SMALL_PRODUCTS else "numpy"
+
+    @staticmethod
+    def describe() -> str:
+        return "MKL's batched GEMM" if mkl.BATCH_SMALL_PRODUCTS else "NumPy, one product per matrix"
+
+
+class _MinParallel:
+    """The min-parallel switch: the kernels' parallel twins from 2^15 values (before 2026-12-03) or from
+    `seqlab.kernels.MIN_PARALLEL` (2^19)."""
+
+    DEFAULT = kernels.MIN_PARALLEL
+
+    @classmethod
+    def use(cls, choice: str | None) -> str:
+        if choice == "2^19" and kernels.library() != "numba":
+            raise RuntimeError("the parallel twins are Numba's")
+        kernels.MIN_PARALLEL = 1 << 15 if choice == "2^15" else cls.DEFAULT
+        return "2^15" if kernels.MIN_PARALLEL == 1 << 15 else "2^19"
+
+    @staticmethod
+    def describe() -> str:
+        return f"parallel twins from {kernels.MIN_PARALLEL:,} values"
+
+
 # switch: (module whose use() flips it, its off and on choices, what "on" needs, how to install it)
 SWITCHES = {
     "blas": (mkl, "numpy", "mkl", "MKL's library", "seqlab[mkl]"),
     "kernels": (kernels, "numpy", "numba", "Numba", "seqlab[numba]"),
     "fused-ff": (_FusedFeedForward, "ops", "fused", "Numba", "seqlab[numba]"),
+    "small-batches": (_SmallBatches, "numpy", "mkl", "MKL's library", "seqlab[mkl]"),
+    "min-parallel": (_MinParallel, "2^15", "2^19", "Numba", "seqlab[numba]"),
 }
 
 
@@ -60,7 +101,9 @@ def main(argv=None) -> None:
     p.add_argument("name", choices=sorted(MODULES))
     p.add_argument("--switch", choices=sorted(SWITCHES), default="blas",
                    help="blas: NumPy's BLAS vs MKL (default); kernels: NumPy's row passes vs Numba's; "
-                        "fused-ff: a feed-forward's bias, activation and dropout as three ops vs one")
+                        "fused-ff: a feed-forward's bias, activation and dropout as three ops vs one; "
+                        "small-batches: attention's small products on NumPy vs MKL's batched GEMM; "
+                        "min-parallel: the kernels' parallel twins from 2^15 vs 2^19 values")
     p.add_argument("--rounds", type=positive_int, default=6, help="alternating rounds (default 6)")
     p.add_argument("--steps", type=positive_int, default=3, help="timed steps per side and round (default 3)")
     p.add_argument("--threads", type=positive_int, default=1, help="threads for every library (default 1)")

@@ -50,6 +50,9 @@ _FLOAT32 = np.dtype(np.float32)
 # below this many multiply-adds NumPy's product is as fast and its call cheaper (measured: docs/results.md)
 MIN_MACS = 1 << 20
 _threads = 1  # MKL's thread count, as last set by seqlab (read by matmul's choice for batches of small products)
+# False: every product under MIN_MACS stays with NumPy, batched or not (as before 2026-12-03; for A/B runs:
+# benchmarks/engine_ab.py --switch small-batches, benchmarks/attention_products.py --small-batches numpy)
+BATCH_SMALL_PRODUCTS = True
 _VML = ("vmsCdfNorm", "vmsExp")  # MKL's vector math functions seqlab calls
 MIN_VML = 1 << 13  # below this many values a VML call costs more than it saves (~20 us a call at 512)
 # VML_LA | VML_ERRMODE_IGNORE: "low accuracy" is still within 4 ulp (Φ: 6e-8 absolute, as the tests hold),
@@ -268,7 +271,7 @@ def _batch_to_mkl(macs: int, ta: int, tb: int) -> bool:
     transposed (q·kᵀ, g·vᵀ, which NumPy's OpenBLAS runs on a slow path), but
     1.0-1.5x for the others.
     """
-    if macs < MIN_MACS:
+    if macs < MIN_MACS or not BATCH_SMALL_PRODUCTS:
         return False
     return _threads > 1 or (ta == _NO_TRANS and tb == _TRANS)
 

@@ -138,3 +138,19 @@ def test_engine_ab_fused_ff_switch_times_both_sides_and_puts_the_flag_back():
     assert proc.returncode == 0, proc.stderr
     line = proc.stdout.strip().splitlines()[-1]
     assert "on ops" in line and "on one op (F.bias_act_dropout)" in line and "(fused)" in line, line
+
+
+@pytest.mark.parametrize("switch, sides", [("min-parallel", ["on 2^15", "(2^19)", "parallel twins from 524,288 values"]),
+                                           ("small-batches", ["on numpy", "on MKL's batched GEMM", "(mkl)"])])
+def test_engine_ab_threading_switches_time_both_sides(switch, sides):
+    """--switch min-parallel / small-batches alternate their two settings on two threads (gpt-train: small)."""
+    pytest.importorskip("numba")
+    if switch == "small-batches":
+        from seqlab import mkl
+        if mkl.mkl_path() is None:
+            pytest.skip("MKL is not installed")
+    proc = run_script("engine_ab.py", "gpt-train", "--switch", switch, "--threads", "2", "--rounds", "1",
+                      "--steps", "1")
+    assert proc.returncode == 0, proc.stderr
+    line = proc.stdout.strip().splitlines()[-1]
+    assert all(side in line for side in sides), line
