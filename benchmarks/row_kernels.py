@@ -52,6 +52,24 @@ def _layer_norm(rng, shape):
              lambda: torch.autograd.grad(yt, [xt, *lt.parameters()], gt, retain_graph=True))]
 
 
+def _layer_norm_inference(rng, shape):
+    """LayerNorm with no gradient wanted (bert-infer's): x̂ is not kept, the kernel stores y alone."""
+    import torch
+
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in (shape, shape[-1:], shape[-1:]))
+    xt, wt, bt = (torch.from_numpy(a) for a in (x, w, b))
+
+    def forward():
+        op = LayerNorm()
+        op.needs_input_grad = (False, False, False)
+        return op.forward(x, w, b, eps=1e-12)
+
+    def torch_forward():
+        with torch.no_grad():
+            return torch.nn.functional.layer_norm(xt, shape[-1:], wt, bt, 1e-12)
+    return [("forward", forward, torch_forward)]
+
+
 def _softmax(rng, shape):
     import torch
 
@@ -146,6 +164,7 @@ def _gelu(approximate):
 CASES = [  # (op, shape, builder): encoder-train's and gpt-train's sizes
     ("LayerNorm", (2048, 256), _layer_norm),
     ("LayerNorm", (768, 128), _layer_norm),
+    ("LayerNorm, no gradient", (1408, 384), _layer_norm_inference),  # bert-infer's (32 x 44 tokens)
     ("softmax, causal", (128, 64, 64), _softmax),
     ("softmax, causal", (48, 64, 64), _softmax),
     ("dropout, mask given", (2048, 1024), _dropout),
