@@ -5,7 +5,8 @@
 
 Builds the benchmark's model as `seqlab bench` does (same weights and inputs),
 runs a few warm-up steps, then prints the median and the range of `--steps`
-steps' CPU time on one BLAS thread, and which seqlab it imported. CPU time of
+steps' CPU time on one BLAS thread, the page faults a step took (memory the
+OS had to hand the process afresh), and which seqlab it imported. CPU time of
 the process moves less than wall time on a shared machine; alternate the two
 versions several times and compare the medians (docs/results.md says how
 large a difference has to be before it is claimed).
@@ -13,6 +14,7 @@ large a difference has to be before it is claimed).
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import time
 
@@ -41,12 +43,15 @@ def main(argv=None) -> None:
     for _ in range(a.warmup):
         step()
     times = []
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(a.steps):
         t0 = time.process_time()
         step()
         times.append((time.process_time() - t0) * 1e3)
+    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / a.steps
     print(f"{a.name}: median {statistics.median(times):.1f} ms CPU per step "
-          f"(min {min(times):.1f}, max {max(times):.1f}; {a.steps} steps, 1 thread; seqlab from {seqlab.__file__})")
+          f"(min {min(times):.1f}, max {max(times):.1f}; {a.steps} steps, 1 thread; {faults:,.0f} page faults "
+          f"a step; seqlab from {seqlab.__file__})")
 
 
 if __name__ == "__main__":

@@ -76,12 +76,13 @@ def test_step_time_script_times_seqlabs_step_and_names_the_code_it_ran(tmp_path)
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     m = re.fullmatch(r"gpt-train: median ([\d.]+) ms CPU per step \(min ([\d.]+), max ([\d.]+); 2 steps, 1 thread; "
-                     r"seqlab from (.+)\)\n", proc.stdout)
+                     r"([\d,]+) page faults a step; seqlab from (.+)\)\n", proc.stdout)
     assert m, proc.stdout
     assert 0 < float(m[2]) <= float(m[1]) <= float(m[3])
+    assert int(m[4].replace(",", "")) >= 0
     import seqlab
 
-    assert pathlib.Path(m[4]) == pathlib.Path(seqlab.__file__)
+    assert pathlib.Path(m[5]) == pathlib.Path(seqlab.__file__)
     proc = subprocess.run([sys.executable, str(script), "gpt-train", "--steps", "0"], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2 and "--steps must be >= 1" in proc.stderr

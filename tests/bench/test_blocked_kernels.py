@@ -176,6 +176,18 @@ def test_backward_asks_malloc_to_keep_freed_memory(monkeypatch):
     assert calls == [1]  # once per process
 
 
+def test_a_modules_first_forward_asks_malloc_to_keep_freed_memory(monkeypatch):
+    """Inference never runs backward: the first forward of any module applies it too, once."""
+    calls = []
+    monkeypatch.setattr(memory, "_applied", False)
+    monkeypatch.setattr(memory, "retain_freed_memory", lambda: calls.append(1) or True)
+    layer = seqlab.nn.Linear(3, 2)
+    with seqlab.no_grad():
+        for _ in range(2):
+            layer(seqlab.Tensor(np.ones((1, 3), np.float32)))
+    assert calls == [1] and memory._applied
+
+
 def test_retain_freed_memory_takes_effect_on_glibc():
     import ctypes
 

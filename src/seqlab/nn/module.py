@@ -7,6 +7,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from seqlab import backend
+from seqlab.autograd import memory as _memory
 from seqlab.autograd.tensor import Tensor
 from seqlab.errors import CheckpointError
 
@@ -290,6 +291,8 @@ class Module:
         return self.to(dtype=np.float32)
 
     def __call__(self, *args, **kwargs):
+        if not _memory._applied:  # the first forward in the process, inference too: keep freed memory
+            _memory.retain_freed_memory_once()
         return self.forward(*args, **kwargs)
 
     def forward(self, *args, **kwargs):  # pragma: no cover - abstract
