@@ -37,62 +37,61 @@ from seqlab.bench.memory import MODULES
 from seqlab.nn import linear
 
 
+class _FlagSwitch:
+    """A switch that sets one module-level flag, with a library's use() and describe(): `values` maps each
+    of its two choices to the flag's value and to how reports name it; use(None) puts the flag back.
+    `needs`: checked before the "on" choice (the second) is taken; `before`: called with every choice."""
 
-class _FusedFeedForward:
-    """The fused-ff switch, with a library's use() and describe(): 'ops' (three) or 'fused' (one op)."""
+    def __init__(self, owner, flag: str, values: dict, needs=None, before=None):
+        self.owner, self.flag, self.values = owner, flag, values
+        self.default = getattr(owner, flag)
+        self.needs, self.before = needs, before
 
-    @staticmethod
-    def use(choice: str | None) -> str:
-        if choice == "fused" and kernels.library() != "numba":  # the one op runs on the compiled kernels
-            raise RuntimeError("F.bias_act_dropout needs the compiled kernels")
-        linear.FUSE_FEED_FORWARD = choice != "ops"
-        return "fused" if linear.FUSE_FEED_FORWARD else "ops"
+    def use(self, choice: str | None) -> str:
+        if self.before is not None:
+            self.before(choice)
+        if choice == list(self.values)[1] and self.needs is not None:
+            self.needs()
+        setattr(self.owner, self.flag, self.default if choice is None else self.values[choice][0])
+        return self.current()
 
-    @staticmethod
-    def describe() -> str:
-        return "one op (F.bias_act_dropout)" if linear.FUSE_FEED_FORWARD else "three ops"
+    def current(self) -> str:
+        return next(c for c, (value, _) in self.values.items() if value == getattr(self.owner, self.flag))
 
-
-class _SmallBatches:
-    """The small-batches switch, both sides on MKL: batches of small products on NumPy (one BLAS call per
-    matrix) or, where `seqlab.mkl.matmul` chooses it, on MKL's batched GEMM (`seqlab.mkl.BATCH_SMALL_PRODUCTS`)."""
-
-    @staticmethod
-    def use(choice: str | None) -> str:
-        mkl.use(None if choice is None else "mkl")  # both sides on MKL (an error when it is not installed)
-        mkl.BATCH_SMALL_PRODUCTS = choice != "numpy"
-        return "mkl" if mkl.BATCH_SMALL_PRODUCTS else "numpy"
-
-    @staticmethod
-    def describe() -> str:
-        return "MKL's batched GEMM" if mkl.BATCH_SMALL_PRODUCTS else "NumPy, one product per matrix"
+    def describe(self) -> str:
+        return self.values[self.current()][1]
 
 
-class _MinParallel:
-    """The min-parallel switch: the kernels' parallel twins from 2^15 values (before 2026-12-03) or from
-    `seqlab.kernels.MIN_PARALLEL` (2^19)."""
+def _require_kernels(what: str):
+    def check() -> None:
+        if kernels.library() != "numba":
+            raise RuntimeError(f"{what} needs the compiled kernels")
+    return check
 
-    DEFAULT = kernels.MIN_PARALLEL
 
-    @classmethod
-    def use(cls, choice: str | None) -> str:
-        if choice == "2^19" and kernels.library() != "numba":
-            raise RuntimeError("the parallel twins are Numba's")
-        kernels.MIN_PARALLEL = 1 << 15 if choice == "2^15" else cls.DEFAULT
-        return "2^15" if kernels.MIN_PARALLEL == 1 << 15 else "2^19"
-
-    @staticmethod
-    def describe() -> str:
-        return f"parallel twins from {kernels.MIN_PARALLEL:,} values"
+# the fused-ff switch: a feed-forward's bias, activation and dropout as three ops or one
+_FUSED_FEED_FORWARD = _FlagSwitch(linear, "FUSE_FEED_FORWARD",
+                                  {"ops": (False, "three ops"), "fused": (True, "one op (F.bias_act_dropout)")},
+                                  needs=_require_kernels("F.bias_act_dropout"))
+# small-batches, both sides on MKL (an error when it is not installed): batches of small products on
+# NumPy (one BLAS call per matrix) or, where seqlab.mkl.matmul chooses it, on MKL's batched GEMM
+_SMALL_BATCHES = _FlagSwitch(mkl, "BATCH_SMALL_PRODUCTS",
+                             {"numpy": (False, "NumPy, one product per matrix"), "mkl": (True, "MKL's batched GEMM")},
+                             before=lambda choice: mkl.use(None if choice is None else "mkl"))
+# min-parallel: the kernels' parallel twins from 2^15 values (before 2026-12-03) or from 2^19 (now)
+_MIN_PARALLEL = _FlagSwitch(kernels, "MIN_PARALLEL",
+                            {"2^15": (1 << 15, "parallel twins from 32,768 values"),
+                             "2^19": (1 << 19, "parallel twins from 524,288 values")},
+                            needs=_require_kernels("the parallel twins"))
 
 
 # switch: (module whose use() flips it, its off and on choices, what "on" needs, how to install it)
 SWITCHES = {
     "blas": (mkl, "numpy", "mkl", "MKL's library", "seqlab[mkl]"),
     "kernels": (kernels, "numpy", "numba", "Numba", "seqlab[numba]"),
-    "fused-ff": (_FusedFeedForward, "ops", "fused", "Numba", "seqlab[numba]"),
-    "small-batches": (_SmallBatches, "numpy", "mkl", "MKL's library", "seqlab[mkl]"),
-    "min-parallel": (_MinParallel, "2^15", "2^19", "Numba", "seqlab[numba]"),
+    "fused-ff": (_FUSED_FEED_FORWARD, "ops", "fused", "Numba", "seqlab[numba]"),
+    "small-batches": (_SMALL_BATCHES, "numpy", "mkl", "MKL's library", "seqlab[mkl]"),
+    "min-parallel": (_MIN_PARALLEL, "2^15", "2^19", "Numba", "seqlab[numba]"),
 }
 
 
