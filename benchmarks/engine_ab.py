@@ -19,7 +19,8 @@ three ops or as one (`F.bias_act_dropout`, through `seqlab.nn.linear.FUSE_FEED_F
 `--switch small-batches` runs batches of small products (attention's, per head) on NumPy, one BLAS call
 per matrix, or on MKL's batched GEMM where `seqlab.mkl.matmul` chooses it (needs MKL);
 `--switch min-parallel` hands arrays to the kernels' parallel twins from 2^15 values or from 2^19
-(`seqlab.kernels.MIN_PARALLEL`; matters on two threads or more). Prints the median wall time of each and the two ratios to
+(`seqlab.kernels.MIN_PARALLEL`, which by default is 2^19 on Numba's TBB layer and 2^15 on OpenMP;
+matters on two threads or more). Prints the median wall time of each and the two ratios to
 torch. Alternating in one process keeps a VM's drift out of the comparison,
 which two separate `seqlab bench` runs do not.
 """
@@ -56,10 +57,13 @@ class _FlagSwitch:
         return self.current()
 
     def current(self) -> str:
-        return next(c for c, (value, _) in self.values.items() if value == getattr(self.owner, self.flag))
+        """The choice the flag's value is, or 'default' (a default that is neither choice)."""
+        value = getattr(self.owner, self.flag)
+        return next((c for c, (v, _) in self.values.items() if v == value), "default")
 
     def describe(self) -> str:
-        return self.values[self.current()][1]
+        current = self.current()
+        return self.values[current][1] if current in self.values else f"{self.flag} at its default"
 
 
 def _require_kernels(what: str):
@@ -78,7 +82,8 @@ _FUSED_FEED_FORWARD = _FlagSwitch(linear, "FUSE_FEED_FORWARD",
 _SMALL_BATCHES = _FlagSwitch(mkl, "BATCH_SMALL_PRODUCTS",
                              {"numpy": (False, "NumPy, one product per matrix"), "mkl": (True, "MKL's batched GEMM")},
                              before=lambda choice: mkl.use(None if choice is None else "mkl"))
-# min-parallel: the kernels' parallel twins from 2^15 values (before 2026-12-03) or from 2^19 (now)
+# min-parallel: the kernels' parallel twins from 2^15 values or from 2^19 (the defaults on Numba's OpenMP and
+# TBB layers)
 _MIN_PARALLEL = _FlagSwitch(kernels, "MIN_PARALLEL",
                             {"2^15": (1 << 15, "parallel twins from 32,768 values"),
                              "2^19": (1 << 19, "parallel twins from 524,288 values")},

@@ -367,6 +367,27 @@ def test_arrays_the_kernels_do_not_take_get_none(on):
     assert kernels.layer_norm_forward(x, None, None, 1e-5) is None and kernels.library() == "numpy"
 
 
+def test_the_parallel_threshold_goes_by_numbas_layer_unless_set(on, monkeypatch):
+    """min_parallel(): 2^19 values on TBB, 2^15 on OpenMP (measured in docs/results.md), MIN_PARALLEL if set;
+    a parallel twin is taken only at or above it (two threads asked for)."""
+    from seqlab import _numba_kernels as compiled
+
+    assert kernels._parallel_layer() == "tbb" and kernels.min_parallel() == 1 << 19  # the test extra's TBB
+    def omp():
+        return "omp"
+    omp.cache_clear = lambda: None  # as the cached function's (kernels.use clears it)
+    monkeypatch.setattr(kernels, "_parallel_layer", omp)
+    assert kernels.min_parallel() == 1 << 15
+    monkeypatch.setattr(kernels, "MIN_PARALLEL", 1000)
+    assert kernels.min_parallel() == 1000
+    kernels.set_threads(2)
+    try:
+        assert kernels._twin(compiled, "softmax", 999) is compiled.softmax
+        assert kernels._twin(compiled, "softmax", 1000) is compiled.softmax_parallel
+    finally:
+        kernels.set_threads(None)
+
+
 @pytest.fixture
 def two_threads(on, monkeypatch):
     """The kernels' parallel twins for every array (no size threshold), on two threads."""
@@ -586,6 +607,8 @@ def test_use_and_the_environment_choose(monkeypatch):
     try:
         assert kernels.use("numpy") == "numpy" and kernels.describe() == "NumPy"
         assert kernels.use("numba") == "numba" and kernels.describe().startswith("Numba 0.")
+        monkeypatch.setenv("NUMBA_THREADING_LAYER", "omp")  # describe() reads it; Numba read its own at import
+        assert kernels.describe().endswith(", NUMBA_THREADING_LAYER=omp")
         with pytest.raises(ValueError, match="unknown kernel choice 'c'"):
             kernels.use("c")
         monkeypatch.setenv("SEQLAB_KERNELS", "numpy")

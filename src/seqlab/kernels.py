@@ -17,12 +17,14 @@ product). Everything else, and every other dtype and array library, stays
 NumPy.
 
 On more than one thread (`seqlab.blas.set_blas_threads`, ``--threads``, or
-NumPy's BLAS count by default) arrays of `MIN_PARALLEL` values or more go to
+NumPy's BLAS count by default) arrays of `min_parallel()` values or more go to
 the kernels' parallel twins, which give the same values bitwise. They run on
 Numba's TBB thread pool (the `tbb` package, which `seqlab[numba]` installs on
 Linux x86-64), which is safe to call from several threads and after a fork;
 where TBB is missing the kernels run on one thread. A ``NUMBA_THREADING_LAYER``
-set in the environment is respected.
+set in the environment is respected: ``omp`` (GNU OpenMP: not safe after a
+fork) made small models faster on two threads of the Xeon in docs/results.md,
+and takes the twins from smaller arrays.
 
 ``SEQLAB_KERNELS`` chooses: ``auto`` (the default: Numba when it imports),
 ``numpy`` (never) or ``numba`` (Numba or an error). :func:`library` says which
@@ -52,13 +54,15 @@ __all__ = ["ACTIVATIONS", "adam", "bias_act_dropout", "bias_act_dropout_backward
 
 _CHOICES = ("auto", "numpy", "numba")
 _FLOAT32 = np.dtype(np.float32)
-# below this many values the parallel twins are not used. Alone, a kernel gains from two threads from
-# about 10^5 values (on the Xeon in docs/results.md, LayerNorm forward at 768 x 128: 52 us on two
-# threads against 68 serially), but inside a model, between MKL's threaded products, it did not:
-# gpt-train on two threads (arrays of 98,304-393,216 values) took 4-5% less time with every kernel
-# serial, bert-infer (540,672 and more) 2-3% more; 2^19 keeps the first serial and the second, and
-# encoder-train (524,288 and more), parallel (docs/results.md, 2026-12-03)
-MIN_PARALLEL = 1 << 19
+# below this many values the parallel twins are not used; None: by Numba's threading layer, 2^19 on
+# TBB (the default) and 2^15 on OpenMP (NUMBA_THREADING_LAYER=omp). Inside a model, between MKL's
+# threaded products, twins on TBB lost time below ~5·10^5 values (gpt-train on two threads, arrays of
+# 98,304-393,216 values, was faster with them serial) while on OpenMP they gained from 2^15 (the same
+# gpt-train 8-9% faster than on TBB with 2^19); bert-infer and encoder-train (524,288 values and more)
+# read the same either way (docs/results.md, 2026-12-03). An int set here holds on every layer.
+MIN_PARALLEL: int | None = None
+_MIN_PARALLEL_BY_LAYER = {"omp": 1 << 15}
+_MIN_PARALLEL_OTHERWISE = 1 << 19
 _chosen: str | None = None  # set by use(); None: the environment's SEQLAB_KERNELS
 _threads: int | None = None  # set by set_threads(); None: NumPy's BLAS count, read when first needed
 
@@ -77,7 +81,7 @@ def use(choice: str | None) -> str:
         raise ValueError(f"unknown kernel choice {choice!r}: expected one of {', '.join(_CHOICES)}")
     _chosen = choice
     _module.cache_clear()
-    _parallel_ok.cache_clear()
+    _parallel_layer.cache_clear()
     return library()
 
 
@@ -111,12 +115,25 @@ def _load_tbb() -> None:
                 continue
 
 
-@functools.lru_cache(maxsize=None)
+def min_parallel() -> int:
+    """The fewest values an array needs for the parallel twins: `MIN_PARALLEL`, or by Numba's layer."""
+    if MIN_PARALLEL is not None:
+        return MIN_PARALLEL
+    return _MIN_PARALLEL_BY_LAYER.get(_parallel_layer() or "", _MIN_PARALLEL_OTHERWISE)
+
+
 def _parallel_ok() -> bool:
     """Whether the parallel twins can run: Numba's pool starts on a layer safe for threads (not 'workqueue')."""
+    return _parallel_layer() is not None
+
+
+@functools.lru_cache(maxsize=None)
+def _parallel_layer() -> str | None:
+    """Numba's threading layer ('tbb', 'omp') once its pool has started, or None when the parallel twins cannot
+    run (no Numba, or no layer safe for threads: not 'workqueue')."""
     k = _module()
     if k is None:
-        return False
+        return None
     import numba
 
     if not os.environ.get("NUMBA_THREADING_LAYER"):  # the user's choice stands
@@ -125,14 +142,15 @@ def _parallel_ok() -> bool:
     try:  # the first parallel call starts the pool, or fails when no such layer loads
         k.scale_kept_parallel(np.zeros(1, _FLOAT32), np.ones(1, np.bool_), _FLOAT32.type(1), np.zeros(1, _FLOAT32))
     except Exception:  # noqa: BLE001 - Numba's ValueError "No threading layer could be loaded", or similar
-        return False
-    return numba.threading_layer() != "workqueue"
+        return None
+    layer = numba.threading_layer()
+    return None if layer == "workqueue" else layer
 
 
 def _twin(k, name: str, size: int):
     """The kernel `name`, or its parallel twin when more than one thread is asked for and `size` warrants it."""
     n = threads()
-    if n > 1 and size >= MIN_PARALLEL and _parallel_ok():
+    if n > 1 and _parallel_ok() and size >= min_parallel():
         import numba
 
         numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))  # per calling thread
@@ -162,12 +180,14 @@ def library() -> str:
 
 
 def describe() -> str:
-    """One line for reports: 'Numba 0.68.1' or 'NumPy'."""
+    """One line for reports: 'Numba 0.68.1' or 'NumPy' ('Numba 0.68.1, NUMBA_THREADING_LAYER=omp' when that
+    is set: the parallel twins' speed depends on it)."""
     if _module() is None:
         return "NumPy"
     import numba
 
-    return f"Numba {numba.__version__}"
+    layer = os.environ.get("NUMBA_THREADING_LAYER", "").strip()
+    return f"Numba {numba.__version__}" + (f", NUMBA_THREADING_LAYER={layer}" if layer else "")
 
 
 def _kernels(*arrays):
