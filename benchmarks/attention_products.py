@@ -45,9 +45,9 @@ def main(argv=None) -> None:
     import torch
     from elementwise_threads import median_ms
 
+    from seqlab import mkl
     from seqlab.bench.harness import set_threads
     from seqlab.blas import openblas_kernels
-    from seqlab import mkl
     from seqlab.mkl import matmul as mm
 
     mkl.BATCH_SMALL_PRODUCTS = args.small_batches == "mkl"

@@ -19,8 +19,8 @@ three ops or as one (`F.bias_act_dropout`, through `seqlab.nn.linear.FUSE_FEED_F
 `--switch small-batches` runs batches of small products (attention's, per head) on NumPy, one BLAS call
 per matrix, or on MKL's batched GEMM where `seqlab.mkl.matmul` chooses it (needs MKL);
 `--switch min-parallel` hands arrays to the kernels' parallel twins from 2^15 values or from 2^19
-(`seqlab.kernels.MIN_PARALLEL`, which by default is 2^19 on Numba's TBB layer and 2^15 on OpenMP;
-matters on two threads or more). Prints the median wall time of each and the two ratios to
+(sets `seqlab.kernels.MIN_PARALLEL`; without it `kernels.min_parallel()` is 2^19 on Numba's TBB layer
+and 2^15 on OpenMP; matters on two threads or more). Prints the median wall time of each and the two ratios to
 torch. Alternating in one process keeps a VM's drift out of the comparison,
 which two separate `seqlab bench` runs do not.
 """

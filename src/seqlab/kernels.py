@@ -49,7 +49,7 @@ from seqlab.errors import ConfigError
 
 __all__ = ["ACTIVATIONS", "adam", "bias_act_dropout", "bias_act_dropout_backward", "bias_act_dropout_takes",
            "describe", "dropout", "embedding_backward", "gelu_backward", "gelu_forward", "keep_mask",
-           "keyed_dropout", "layer_norm_backward", "layer_norm_forward", "library", "set_threads",
+           "keyed_dropout", "layer_norm_backward", "layer_norm_forward", "library", "min_parallel", "set_threads",
            "softmax_backward", "softmax_rows", "threads", "use"]
 
 _CHOICES = ("auto", "numpy", "numba")
@@ -58,8 +58,8 @@ _FLOAT32 = np.dtype(np.float32)
 # TBB (the default) and 2^15 on OpenMP (NUMBA_THREADING_LAYER=omp). Inside a model, between MKL's
 # threaded products, twins on TBB lost time below ~5·10^5 values (gpt-train on two threads, arrays of
 # 98,304-393,216 values, was faster with them serial) while on OpenMP they gained from 2^15 (the same
-# gpt-train 8-9% faster than on TBB with 2^19); bert-infer and encoder-train (524,288 values and more)
-# read the same either way (docs/results.md, 2026-12-03). An int set here holds on every layer.
+# gpt-train 8-9% faster there with 2^15 than with 2^19); bert-infer and encoder-train (524,288 values
+# and more) read the same either way (docs/results.md, 2026-12-03). An int set here holds on every layer.
 MIN_PARALLEL: int | None = None
 _MIN_PARALLEL_BY_LAYER = {"omp": 1 << 15}
 _MIN_PARALLEL_OTHERWISE = 1 << 19

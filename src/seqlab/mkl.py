@@ -265,11 +265,12 @@ def _batch_to_mkl(macs: int, ta: int, tb: int) -> bool:
     NumPy runs a batch as one BLAS call per matrix, one after another; MKL's
     ``cblas_sgemm_batch`` takes the whole batch in one call and shares it among
     its threads. Measured on the Xeon in docs/results.md at attention's shapes
-    (GPT's 12·4 heads of 64 × 64 × 32, MiniLM's 32·12 of 44 × 44 × 32): on two
-    threads MKL's batch took 0.3-0.9x NumPy's time for all six of attention's
-    products; on one thread 0.55-0.9x for the products with the second matrix
-    transposed (q·kᵀ, g·vᵀ, which NumPy's OpenBLAS runs on a slow path), but
-    1.0-1.5x for the others.
+    (GPT's 12·4 heads of 64 × 64 × 32, MiniLM's 32·12 of 44 × 44 × 32,
+    benchmarks/attention_products.py): on two threads MKL's batch took 0.3-0.9x
+    NumPy's time for eleven of the twelve products (dS·k at GPT's shape: 1.05x);
+    on one thread 0.6-0.9x for the products with the second matrix transposed
+    (q·kᵀ, g·vᵀ, which NumPy's OpenBLAS runs on a slow path), while for the
+    others it was the slower one.
     """
     if macs < MIN_MACS or not BATCH_SMALL_PRODUCTS:
         return False
