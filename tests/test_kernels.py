@@ -368,16 +368,16 @@ def test_arrays_the_kernels_do_not_take_get_none(on):
 
 
 def test_the_parallel_threshold_goes_by_numbas_layer_unless_set(on, monkeypatch):
-    """min_parallel(): 2^19 values on TBB, 2^15 on OpenMP (measured in docs/results.md), MIN_PARALLEL if set;
+    """min_parallel(): 2^15 values on OpenMP, 2^19 on TBB (measured in docs/results.md), MIN_PARALLEL if set;
     a parallel twin is taken only at or above it (two threads asked for)."""
     from seqlab import _numba_kernels as compiled
 
-    assert kernels._parallel_layer() == "tbb" and kernels.min_parallel() == 1 << 19  # the test extra's TBB
-    def omp():
-        return "omp"
-    omp.cache_clear = lambda: None  # as the cached function's (kernels.use clears it)
-    monkeypatch.setattr(kernels, "_parallel_layer", omp)
-    assert kernels.min_parallel() == 1 << 15
+    assert kernels._parallel_layer() == "omp" and kernels.min_parallel() == 1 << 15  # GNU OpenMP, the default
+    def tbb():
+        return "tbb"
+    tbb.cache_clear = lambda: None  # as the cached function's (kernels.use clears it)
+    monkeypatch.setattr(kernels, "_parallel_layer", tbb)
+    assert kernels.min_parallel() == 1 << 19
     monkeypatch.setattr(kernels, "MIN_PARALLEL", 1000)
     assert kernels.min_parallel() == 1000
     kernels.set_threads(2)
@@ -393,7 +393,7 @@ def two_threads(on, monkeypatch):
     """The kernels' parallel twins for every array (no size threshold), on two threads."""
     monkeypatch.setattr(kernels, "MIN_PARALLEL", 0)
     kernels.set_threads(2)
-    assert kernels._parallel_ok(), "Numba's TBB pool did not start (the test extra installs tbb)"
+    assert kernels._parallel_ok(), "Numba's thread pool did not start (OpenMP, or the test extra's tbb)"
     yield
     kernels.set_threads(None)
 
@@ -460,23 +460,41 @@ def _python(code: str, **env) -> subprocess.CompletedProcess:
                           env={**os.environ, **env})
 
 
-def test_a_forked_child_runs_the_parallel_kernels():
-    """TBB's pool survives a fork (GNU OpenMP's would hang the child): the parent runs a parallel
-    kernel, forks, and the child runs one too."""
-    code = """
+_FORK = """
 import os, numpy as np
 from seqlab import kernels
 kernels.MIN_PARALLEL = 0; kernels.set_threads(2)
 x = np.random.default_rng(0).standard_normal((64, 16)).astype(np.float32)
 want = kernels.layer_norm_forward(x, None, None, 1e-5)[0]
 assert kernels._parallel_ok()
+print(kernels._parallel_layer())
 pid = os.fork()
 if pid == 0:
-    os._exit(0 if np.array_equal(kernels.layer_norm_forward(x, None, None, 1e-5)[0], want) else 3)
+    same = np.array_equal(kernels.layer_norm_forward(x, None, None, 1e-5)[0], want)
+    os._exit(0 if same and kernels._parallel_ok() == (kernels._parallel_layer() == "tbb") else 3)
 print(os.waitpid(pid, 0)[1])
 """
+
+
+@pytest.mark.parametrize("layer", ["", "tbb"], ids=["default", "tbb"])
+def test_a_forked_child_runs_the_kernels_on_one_thread_unless_the_pool_is_tbb(layer):
+    """The parent runs a parallel kernel, forks, and the child runs it again and gets the same values. On the
+    default GNU OpenMP pool the child runs it on one thread: Numba stops a forked child that uses that pool
+    (SIGTERM, 15, as the child's status). TBB's pool survives the fork and the child keeps it."""
+    env = {"SEQLAB_KERNELS": "numba", **({"NUMBA_THREADING_LAYER": layer} if layer else {})}
+    proc = _python(_FORK, **env)
+    assert proc.returncode == 0 and proc.stdout.split() == [layer or "omp", "0"], (proc.stdout, proc.stderr[-2000:])
+
+
+def test_without_openmp_the_pool_is_tbb():
+    """Where Numba's OpenMP pool does not load (no libgomp; macOS without Intel's OpenMP), TBB's is used."""
+    code = """
+import sys; sys.modules["numba.np.ufunc.omppool"] = None  # its import now fails, as without libgomp
+from seqlab import kernels
+print(kernels._parallel_layer(), kernels.min_parallel(), kernels.describe().split(", ")[1])
+"""
     proc = _python(code, SEQLAB_KERNELS="numba")
-    assert proc.returncode == 0 and proc.stdout.strip() == "0", proc.stderr[-2000:]
+    assert proc.returncode == 0 and proc.stdout.split() == ["tbb", str(1 << 19), "TBB", "pool"], proc.stderr[-2000:]
 
 
 def test_without_a_thread_safe_pool_the_kernels_run_on_one_thread():
@@ -487,10 +505,10 @@ from seqlab import kernels
 kernels.MIN_PARALLEL = 0; kernels.set_threads(2)
 x = np.random.default_rng(0).standard_normal((64, 16)).astype(np.float32)
 y = kernels.layer_norm_forward(x, None, None, 1e-5)[0]
-print(kernels._parallel_ok(), bool(np.allclose(y.mean(-1), 0, atol=1e-6)))
+print(kernels._parallel_ok(), bool(np.allclose(y.mean(-1), 0, atol=1e-6)), kernels.describe().split(", ")[1])
 """
     proc = _python(code, SEQLAB_KERNELS="numba", NUMBA_THREADING_LAYER="workqueue")
-    assert proc.returncode == 0 and proc.stdout.split() == ["False", "True"], proc.stderr[-2000:]
+    assert proc.returncode == 0 and proc.stdout.split() == ["False", "True", "one", "thread"], proc.stderr[-2000:]
 
 
 def _run_both(fn):
@@ -607,8 +625,7 @@ def test_use_and_the_environment_choose(monkeypatch):
     try:
         assert kernels.use("numpy") == "numpy" and kernels.describe() == "NumPy"
         assert kernels.use("numba") == "numba" and kernels.describe().startswith("Numba 0.")
-        monkeypatch.setenv("NUMBA_THREADING_LAYER", "omp")  # describe() reads it; Numba read its own at import
-        assert kernels.describe().endswith(", NUMBA_THREADING_LAYER=omp")
+        assert kernels.describe().endswith(", OpenMP pool")  # the pool the parallel twins run on
         with pytest.raises(ValueError, match="unknown kernel choice 'c'"):
             kernels.use("c")
         monkeypatch.setenv("SEQLAB_KERNELS", "numpy")

@@ -19,12 +19,15 @@ NumPy.
 On more than one thread (`seqlab.blas.set_blas_threads`, ``--threads``, or
 NumPy's BLAS count by default) arrays of `min_parallel()` values or more go to
 the kernels' parallel twins, which give the same values bitwise. They run on
-Numba's TBB thread pool (the `tbb` package, which `seqlab[numba]` installs on
-Linux x86-64), which is safe to call from several threads and after a fork;
-where TBB is missing the kernels run on one thread. A ``NUMBA_THREADING_LAYER``
-set in the environment is respected: ``omp`` (GNU OpenMP: not safe after a
-fork) made small models faster on two threads of the Xeon in docs/results.md,
-and takes the twins from smaller arrays.
+Numba's OpenMP pool where it loads (GNU OpenMP on Linux), else on its TBB pool
+(the `tbb` package, which `seqlab[numba]` installs on Linux x86-64), else on
+one thread: on two threads of the Xeon in docs/results.md every benchmark was
+7-12% faster on OpenMP than on TBB. Both are safe to call from several
+threads. GNU OpenMP's pool does not survive a ``fork`` (Numba stops a child
+that uses it), so in a child process made by ``fork`` the kernels run on one
+thread unless the pool is TBB. ``NUMBA_THREADING_LAYER`` set in the
+environment chooses the pool instead (``tbb``, ``omp``; ``workqueue``, not
+safe from several threads, means one thread); `describe` names the pool.
 
 ``SEQLAB_KERNELS`` chooses: ``auto`` (the default: Numba when it imports),
 ``numpy`` (never) or ``numba`` (Numba or an error). :func:`library` says which
@@ -54,17 +57,27 @@ __all__ = ["ACTIVATIONS", "adam", "bias_act_dropout", "bias_act_dropout_backward
 
 _CHOICES = ("auto", "numpy", "numba")
 _FLOAT32 = np.dtype(np.float32)
-# below this many values the parallel twins are not used; None: by Numba's threading layer, 2^19 on
-# TBB (the default) and 2^15 on OpenMP (NUMBA_THREADING_LAYER=omp). Inside a model, between MKL's
-# threaded products, twins on TBB lost time below ~5·10^5 values (gpt-train on two threads, arrays of
-# 98,304-393,216 values, was faster with them serial) while on OpenMP they gained from 2^15 (the same
-# gpt-train 8-9% faster there with 2^15 than with 2^19); bert-infer and encoder-train (524,288 values
-# and more) read the same either way (docs/results.md, 2026-12-03). An int set here holds on every layer.
+# below this many values the parallel twins are not used; None: by Numba's threading layer, 2^15 on
+# OpenMP (the default) and 2^19 on TBB. Inside a model, between MKL's threaded products, twins on TBB
+# lost time below ~5·10^5 values (gpt-train on two threads, arrays of 98,304-393,216 values, was faster
+# with them serial) while on OpenMP they gained from 2^15 (the same gpt-train 8-9% faster there with
+# 2^15 than with 2^19); bert-infer and encoder-train (524,288 values and more) read the same either way
+# (docs/results.md, 2026-12-03). An int set here holds on every layer.
 MIN_PARALLEL: int | None = None
 _MIN_PARALLEL_BY_LAYER = {"omp": 1 << 15}
 _MIN_PARALLEL_OTHERWISE = 1 << 19
 _chosen: str | None = None  # set by use(); None: the environment's SEQLAB_KERNELS
 _threads: int | None = None  # set by set_threads(); None: NumPy's BLAS count, read when first needed
+_forked = False  # True in a child process made by os.fork (see _usable_layer)
+_POOL_NAMES = {"omp": "OpenMP", "tbb": "TBB"}
+
+
+def _after_fork_in_child() -> None:
+    global _forked
+    _forked = True
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _choice() -> str:
@@ -119,29 +132,51 @@ def min_parallel() -> int:
     """The fewest values an array needs for the parallel twins: `MIN_PARALLEL`, or by Numba's layer."""
     if MIN_PARALLEL is not None:
         return MIN_PARALLEL
-    return _MIN_PARALLEL_BY_LAYER.get(_parallel_layer() or "", _MIN_PARALLEL_OTHERWISE)
+    return _MIN_PARALLEL_BY_LAYER.get(_usable_layer() or "", _MIN_PARALLEL_OTHERWISE)
 
 
 def _parallel_ok() -> bool:
-    """Whether the parallel twins can run: Numba's pool starts on a layer safe for threads (not 'workqueue')."""
-    return _parallel_layer() is not None
+    """Whether the parallel twins can run here (see `_usable_layer`)."""
+    return _usable_layer() is not None
+
+
+def _usable_layer() -> str | None:
+    """`_parallel_layer()`, but None in a child process made by fork unless the parent had started a TBB pool:
+    GNU OpenMP's pool does not survive a fork (Numba stops the child that uses it), and in a child that has
+    not looked yet, starting the pool to see which it is could be that use."""
+    if _forked and not _parallel_layer.cache_info().currsize:
+        return None
+    layer = _parallel_layer()
+    return None if _forked and layer == "omp" else layer
 
 
 @functools.lru_cache(maxsize=None)
 def _parallel_layer() -> str | None:
-    """Numba's threading layer ('tbb', 'omp') once its pool has started, or None when the parallel twins cannot
+    """Numba's threading layer ('omp', 'tbb') once its pool has started, or None when the parallel twins cannot
     run (no Numba, or no layer safe for threads: not 'workqueue')."""
     k = _module()
     if k is None:
         return None
     import numba
 
-    if not os.environ.get("NUMBA_THREADING_LAYER"):  # the user's choice stands
-        _load_tbb()
-        numba.config.THREADING_LAYER = "safe"  # TBB: safe from several threads and after a fork
-    try:  # the first parallel call starts the pool, or fails when no such layer loads
-        k.scale_kept_parallel(np.zeros(1, _FLOAT32), np.ones(1, np.bool_), _FLOAT32.type(1), np.zeros(1, _FLOAT32))
-    except Exception:  # noqa: BLE001 - Numba's ValueError "No threading layer could be loaded", or similar
+    def start() -> bool:  # the first parallel call starts the pool, or fails when no such layer loads
+        try:
+            k.scale_kept_parallel(np.zeros(1, _FLOAT32), np.ones(1, np.bool_), _FLOAT32.type(1),
+                                  np.zeros(1, _FLOAT32))
+            return True
+        except Exception:  # noqa: BLE001 - Numba's ValueError "No threading layer could be loaded", or similar
+            return False
+
+    _load_tbb()  # for a TBB pool, the user's or the fallback
+    if os.environ.get("NUMBA_THREADING_LAYER"):  # the user's choice stands
+        started = start()
+    else:  # OpenMP, faster between MKL's threaded products (docs/results.md); else TBB
+        numba.config.THREADING_LAYER = "omp"
+        started = start()
+        if not started:
+            numba.config.THREADING_LAYER = "safe"  # TBB, safe from several threads and after a fork
+            started = start()
+    if not started:
         return None
     layer = numba.threading_layer()
     return None if layer == "workqueue" else layer
@@ -180,14 +215,14 @@ def library() -> str:
 
 
 def describe() -> str:
-    """One line for reports: 'Numba 0.68.1' or 'NumPy' ('Numba 0.68.1, NUMBA_THREADING_LAYER=omp' when that
-    is set: the parallel twins' speed depends on it)."""
+    """One line for reports: 'Numba 0.68.1, OpenMP pool', 'Numba 0.68.1, one thread' or 'NumPy' (the
+    parallel twins' speed depends on the pool)."""
     if _module() is None:
         return "NumPy"
     import numba
 
-    layer = os.environ.get("NUMBA_THREADING_LAYER", "").strip()
-    return f"Numba {numba.__version__}" + (f", NUMBA_THREADING_LAYER={layer}" if layer else "")
+    layer = _usable_layer()
+    return f"Numba {numba.__version__}, " + (f"{_POOL_NAMES.get(layer, layer)} pool" if layer else "one thread")
 
 
 def _kernels(*arrays):
