@@ -42,7 +42,7 @@ def ln_reference(x, w, b, eps):
     mu = x.mean(-1, keepdims=True)
     r = 1 / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + eps)
     xhat = (x - mu) * r
-    return xhat * w + b, xhat, r
+    return xhat * w + b, mu, r
 
 
 @pytest.mark.parametrize("affine", [True, False])
@@ -50,22 +50,47 @@ def ln_reference(x, w, b, eps):
 def test_layer_norm_forward_matches_float64(on, shape, affine):
     x = f32(*shape, scale=3.0) + 2.0  # a mean far from 0: the two-pass variance must not cancel
     w, b = (f32(shape[1]), f32(shape[1])) if affine else (None, None)
-    y, xhat, r = kernels.layer_norm_forward(x, w, b, 1e-5)
-    ry, rxhat, rr = ln_reference(x, 1.0 if w is None else w, 0.0 if b is None else b, 1e-5)
-    assert y.dtype == xhat.dtype == r.dtype == np.float32 and r.shape == (shape[0], 1)
+    y, mu, r = kernels.layer_norm_forward(x, w, b, 1e-5)
+    ry, rmu, rr = ln_reference(x, 1.0 if w is None else w, 0.0 if b is None else b, 1e-5)
+    assert y.dtype == mu.dtype == r.dtype == np.float32 and mu.shape == r.shape == (shape[0], 1)
     np.testing.assert_allclose(y, ry, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(xhat, rxhat, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(mu, rmu, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(r, rr, rtol=1e-5)
-    y2, none, _ = kernels.layer_norm_forward(x, w, b, 1e-5, keep_xhat=False)  # x̂ not kept: the same y
-    assert none is None and np.array_equal(y2, y)
+
+
+def test_layer_norm_keeps_x_not_xhat_and_its_backward_survives_the_kernels_switched_off(on):
+    """The op keeps the kernel's input, μ and r (no x̂ array); kernels switched off before backward: the NumPy
+    formula computes x̂ from them, and the gradients agree with the kernel's and torch's."""
+    x, w, b, g = f32(6, 5, 16, scale=3.0) + 2.0, f32(16), f32(16), f32(6, 5, 16)
+
+    def grads(switch_off):
+        op = fused.LayerNorm()
+        op.needs_input_grad = (True, True, True)
+        y = op.forward(x, w, b)
+        assert len(op.saved) == 4 and np.shares_memory(op.saved[0], x)  # x itself, μ, r, w
+        if switch_off:
+            kernels.use("numpy")
+        try:
+            return (y, *op.backward(g))
+        finally:
+            kernels.use("numba")
+
+    xt, wt, bt = (torch.from_numpy(a).requires_grad_(True) for a in (x, w, b))
+    yt = torch.nn.functional.layer_norm(xt, (16,), wt, bt, 1e-5)
+    want = (yt.detach().numpy(), *(a.numpy() for a in torch.autograd.grad(yt, [xt, wt, bt], torch.from_numpy(g))))
+    for got in (grads(False), grads(True)):
+        for a, t in zip(got, want):
+            np.testing.assert_allclose(a, t, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("shape", [(9, 6), (300, 256)])
 def test_layer_norm_backward_matches_float64(on, shape):
-    x, w, g = f32(*shape), f32(shape[1]), f32(*shape)
-    _, xhat, r = kernels.layer_norm_forward(x, w, f32(shape[1]), 1e-5)
-    gx, gw, gb = kernels.layer_norm_backward(g, xhat, r, w)
-    g64, xh64, r64 = g.astype(np.float64), xhat.astype(np.float64), r.astype(np.float64)
+    """Backward from x, μ and r (x̂ computed again), against float64's formula on x̂ computed in float64."""
+    x, w, g = f32(*shape, scale=3.0) + 2.0, f32(shape[1]), f32(*shape)
+    _, mu, r = kernels.layer_norm_forward(x, w, f32(shape[1]), 1e-5)
+    gx, gw, gb = kernels.layer_norm_backward(g, x, mu, r, w)
+    g64, r64 = g.astype(np.float64), ln_reference(x, 1.0, 0.0, 1e-5)[2]
+    xh64 = (x.astype(np.float64) - x.astype(np.float64).mean(-1, keepdims=True)) * r64
     gh = g64 * w
     want = r64 * (gh - gh.mean(-1, keepdims=True) - xh64 * (gh * xh64).mean(-1, keepdims=True))
     np.testing.assert_allclose(gx, want, rtol=1e-4, atol=1e-5)
@@ -412,11 +437,11 @@ def test_parallel_twins_give_the_same_values_bitwise(two_threads, monkeypatch):
         return p, m, v
 
     def every_kernel():
-        y, xhat, r = kernels.layer_norm_forward(x, w, b, 1e-5)
-        grads = kernels.layer_norm_backward(g, xhat, r, w)
+        y, mu, r = kernels.layer_norm_forward(x, w, b, 1e-5)
+        grads = kernels.layer_norm_backward(g, x, mu, r, w)
         s, stats = kernels.softmax_rows(x.copy())
         again, _ = kernels.softmax_rows(x.copy(), stats=stats)
-        return (y, xhat, r, *grads, s, *stats, again, kernels.softmax_backward(g, s), kernels.dropout(x, keep, 3.0),
+        return (y, mu, r, *grads, s, *stats, again, kernels.softmax_backward(g, s), kernels.dropout(x, keep, 3.0),
                 kernels.keep_mask(3 * (1 << 14) * 2 + 1, 2**64 - 5, 2**31), *adam_step(),
                 kernels.keyed_dropout(big, 2**64 - 5, 2**31, 1.25), *(f(*a, approximate=m) for m in ("none", "tanh")
                   for f, a in ((kernels.gelu_forward, (x,)), (kernels.gelu_backward, (x, g)))),

@@ -58,12 +58,12 @@ def _blocks(n, size):  # pragma: no cover - compiled
 # ---- LayerNorm -----------------------------------------------------------------------------
 
 @_jit
-def _layer_norm_forward_rows(x, w, b, eps, y, xhat, rstd, lo, hi):  # pragma: no cover - compiled
-    """Per row: μ = mean(x), r = 1/√(mean((x − μ)²) + eps), x̂ = (x − μ)·r, y = x̂·w + b; x̂ kept unless
-    `xhat` has no rows."""
+def _layer_norm_forward_rows(x, w, b, eps, y, mean, rstd, lo, hi):  # pragma: no cover - compiled
+    """Per row: μ = mean(x), r = 1/√(mean((x − μ)²) + eps), y = (x − μ)·r·w + b; μ and r kept. Backward
+    computes x̂ = (x − μ)·r again from x: storing it here as well would be a second output as large as y
+    (to memory not in cache, inside a model: about as long as the rest of the kernel)."""
     d = x.shape[1]
     inv_d = np.float32(1.0) / np.float32(d)
-    keep = xhat.shape[0] != 0
     for i in range(lo, hi):
         s = np.float32(0.0)
         for j in range(d):
@@ -74,52 +74,51 @@ def _layer_norm_forward_rows(x, w, b, eps, y, xhat, rstd, lo, hi):  # pragma: no
             c = x[i, j] - mu
             v += c * c
         r = np.float32(1.0) / np.sqrt(v * inv_d + eps)
+        mean[i] = mu
         rstd[i] = r
-        if keep:
-            for j in range(d):
-                h = (x[i, j] - mu) * r
-                xhat[i, j] = h
-                y[i, j] = h * w[j] + b[j]
-        else:  # one output: a loop with a single store vectorises (1.8x at 1408 x 384 on the Xeon)
-            for j in range(d):
-                h = (x[i, j] - mu) * r
-                y[i, j] = h * w[j] + b[j]
+        for j in range(d):
+            h = (x[i, j] - mu) * r
+            y[i, j] = h * w[j] + b[j]
 
 
 @_jit
-def layer_norm_forward(x, w, b, eps, y, xhat, rstd):  # pragma: no cover - compiled
-    """x, y, xhat (N, D); w, b (D,); rstd (N,). `xhat` of shape (0, D): x̂ is not kept."""
+def layer_norm_forward(x, w, b, eps, y, mean, rstd):  # pragma: no cover - compiled
+    """x, y (N, D); w, b (D,); mean, rstd (N,)."""
     n = x.shape[0]
     for c in range(_blocks(n, ROWS)):
-        _layer_norm_forward_rows(x, w, b, eps, y, xhat, rstd, c * ROWS, min(n, (c + 1) * ROWS))
+        _layer_norm_forward_rows(x, w, b, eps, y, mean, rstd, c * ROWS, min(n, (c + 1) * ROWS))
 
 
 @_jit_parallel
-def layer_norm_forward_parallel(x, w, b, eps, y, xhat, rstd):  # pragma: no cover - compiled
+def layer_norm_forward_parallel(x, w, b, eps, y, mean, rstd):  # pragma: no cover - compiled
     n = x.shape[0]
     for c in prange(_blocks(n, ROWS)):
-        _layer_norm_forward_rows(x, w, b, eps, y, xhat, rstd, c * ROWS, min(n, (c + 1) * ROWS))
+        _layer_norm_forward_rows(x, w, b, eps, y, mean, rstd, c * ROWS, min(n, (c + 1) * ROWS))
 
 
 @_jit
-def _layer_norm_backward_rows(g, xhat, rstd, w, gx, gw, gb, lo, hi):  # pragma: no cover - compiled
-    """Per row, with ĝ = g ⊙ w: gx = r·(ĝ − mean(ĝ) − x̂·mean(ĝ ⊙ x̂)); and gw += g ⊙ x̂, gb += g."""
+def _layer_norm_backward_rows(g, x, mean, rstd, w, gx, gw, gb, lo, hi):  # pragma: no cover - compiled
+    """Per row, with x̂ = (x − μ)·r (as the forward computed it) and ĝ = g ⊙ w:
+    gx = r·(ĝ − mean(ĝ) − x̂·mean(ĝ ⊙ x̂)); and gw += g ⊙ x̂, gb += g."""
     d = g.shape[1]
     inv_d = np.float32(1.0) / np.float32(d)
     for i in range(lo, hi):
+        mu = mean[i]
+        r = rstd[i]
         s1 = np.float32(0.0)
         s2 = np.float32(0.0)
         for j in range(d):
+            h = (x[i, j] - mu) * r
             gh = g[i, j] * w[j]
             s1 += gh
-            s2 += gh * xhat[i, j]
-            gw[j] += g[i, j] * xhat[i, j]
+            s2 += gh * h
+            gw[j] += g[i, j] * h
             gb[j] += g[i, j]
         m1 = s1 * inv_d
         m2 = s2 * inv_d
-        r = rstd[i]
         for j in range(d):
-            gx[i, j] = (g[i, j] * w[j] - m1 - xhat[i, j] * m2) * r
+            h = (x[i, j] - mu) * r
+            gx[i, j] = (g[i, j] * w[j] - m1 - h * m2) * r
 
 
 @_jit
@@ -131,26 +130,26 @@ def _sum_blocks(partial, out):  # pragma: no cover - compiled
 
 
 @_jit
-def layer_norm_backward(g, xhat, rstd, w, gx, gw, gb):  # pragma: no cover - compiled
-    """g, xhat, gx (N, D); rstd (N,); w, gw, gb (D,), gw and gb zeroed by the caller."""
+def layer_norm_backward(g, x, mean, rstd, w, gx, gw, gb):  # pragma: no cover - compiled
+    """g, x, gx (N, D); mean, rstd (N,); w, gw, gb (D,), gw and gb zeroed by the caller."""
     n, d = g.shape
     nb = _blocks(n, ROWS)
     pw = np.zeros((nb, d), np.float32)  # each block's own Σ g ⊙ x̂ and Σ g
     pb = np.zeros((nb, d), np.float32)
     for c in range(nb):
-        _layer_norm_backward_rows(g, xhat, rstd, w, gx, pw[c], pb[c], c * ROWS, min(n, (c + 1) * ROWS))
+        _layer_norm_backward_rows(g, x, mean, rstd, w, gx, pw[c], pb[c], c * ROWS, min(n, (c + 1) * ROWS))
     _sum_blocks(pw, gw)
     _sum_blocks(pb, gb)
 
 
 @_jit_parallel
-def layer_norm_backward_parallel(g, xhat, rstd, w, gx, gw, gb):  # pragma: no cover - compiled
+def layer_norm_backward_parallel(g, x, mean, rstd, w, gx, gw, gb):  # pragma: no cover - compiled
     n, d = g.shape
     nb = _blocks(n, ROWS)
     pw = np.zeros((nb, d), np.float32)
     pb = np.zeros((nb, d), np.float32)
     for c in prange(nb):
-        _layer_norm_backward_rows(g, xhat, rstd, w, gx, pw[c], pb[c], c * ROWS, min(n, (c + 1) * ROWS))
+        _layer_norm_backward_rows(g, x, mean, rstd, w, gx, pw[c], pb[c], c * ROWS, min(n, (c + 1) * ROWS))
     _sum_blocks(pw, gw)
     _sum_blocks(pb, gb)
 

@@ -236,11 +236,10 @@ def _kernels(*arrays):
     return k
 
 
-def layer_norm_forward(x2, w, b, eps: float, keep_xhat: bool = True):
-    """(y, x̂, r) of LayerNorm over the rows of x2 (N, D), r = 1/√(σ² + eps) as (N, 1); w, b (D,) or None.
-
-    Without `keep_xhat` x̂ is not kept (returned as None). None when the kernels do not apply.
-    """
+def layer_norm_forward(x2, w, b, eps: float):
+    """(y, μ, r) of LayerNorm over the rows of x2 (N, D), μ the row means and r = 1/√(σ² + eps), both as
+    (N, 1); w, b (D,) or None. None when the kernels do not apply. Backward takes x2, μ and r
+    (`layer_norm_backward`): x̂ = (x − μ)·r is not stored."""
     d = x2.shape[1]
     if _kernels(x2) is None:  # before the fill-ins below: the NumPy formula needs none of them
         return None
@@ -250,15 +249,16 @@ def layer_norm_forward(x2, w, b, eps: float, keep_xhat: bool = True):
     if k is None:
         return None
     y = np.empty_like(x2)
-    xhat = np.empty_like(x2) if keep_xhat else np.empty((0, d), _FLOAT32)
+    mean = np.empty(x2.shape[0], _FLOAT32)
     rstd = np.empty(x2.shape[0], _FLOAT32)
-    _twin(k, "layer_norm_forward", x2.size)(x2, w, b, _FLOAT32.type(eps), y, xhat, rstd)
-    return y, (xhat if keep_xhat else None), rstd[:, None]
+    _twin(k, "layer_norm_forward", x2.size)(x2, w, b, _FLOAT32.type(eps), y, mean, rstd)
+    return y, mean[:, None], rstd[:, None]
 
 
-def layer_norm_backward(g2, xhat, rstd, w):
-    """(gx, gw, gb) of LayerNorm for upstream g2 (N, D), from `layer_norm_forward`'s x̂ and r; w (D,) or None."""
-    if _kernels(g2, xhat, rstd) is None:
+def layer_norm_backward(g2, x2, mean, rstd, w):
+    """(gx, gw, gb) of LayerNorm for upstream g2 (N, D), from the forward's input x2 and its μ and r
+    (`layer_norm_forward`); w (D,) or None."""
+    if _kernels(g2, x2, mean, rstd) is None or g2.shape != x2.shape:
         return None
     w = np.ones(g2.shape[1], _FLOAT32) if w is None else w
     k = _kernels(w)
@@ -267,7 +267,7 @@ def layer_norm_backward(g2, xhat, rstd, w):
     gx = np.empty_like(g2)
     gw = np.zeros(g2.shape[1], _FLOAT32)
     gb = np.zeros(g2.shape[1], _FLOAT32)
-    _twin(k, "layer_norm_backward", g2.size)(g2, xhat, rstd.reshape(-1), w, gx, gw, gb)
+    _twin(k, "layer_norm_backward", g2.size)(g2, x2, mean.reshape(-1), rstd.reshape(-1), w, gx, gw, gb)
     return gx, gw, gb
 
 

@@ -175,7 +175,10 @@ class LayerNorm(Function):
     dx = r · (ĝ − mean(ĝ) − x̂ · mean(ĝ ⊙ x̂)) where ĝ = g ⊙ w.
 
     Works on the (N, D) view (D = the normalised size); row sums of products
-    go through einsum so no full-size temporary is made for them.
+    go through einsum so no full-size temporary is made for them. The
+    compiled kernel (`kernels.layer_norm_forward`) keeps x, μ and r, as
+    torch does, and backward computes x̂ again from them; the NumPy formula
+    has x̂ in hand and keeps it instead.
     """
 
     def forward(self, x, weight=None, bias=None, nd=1, eps=1e-5):
@@ -188,10 +191,10 @@ class LayerNorm(Function):
         w2 = None if weight is None else weight.reshape(-1)
         self.has_bias = bias is not None
         keep = any(self.needs_input_grad)
-        fast = kernels.layer_norm_forward(x2, w2, None if bias is None else bias.reshape(-1), eps, keep_xhat=keep)
+        fast = kernels.layer_norm_forward(x2, w2, None if bias is None else bias.reshape(-1), eps)
         if fast is not None:  # the lines below, a row at a time
-            y, xhat, rstd = fast
-            self.saved = (xhat, rstd, w2) if keep else ()
+            y, mean, rstd = fast
+            self.saved = (x2, mean, rstd, w2) if keep else ()
             return y.reshape(x.shape)
         xhat = x2 - rowsum(x2) * x.dtype.type(1.0 / d)             # x − μ
         var = xp.einsum("ij,ij->i", xhat, xhat) / x.dtype.type(d)  # (N,) biased σ²
@@ -210,16 +213,20 @@ class LayerNorm(Function):
         return y.reshape(x.shape)
 
     def backward(self, grad):
-        xhat, rstd, w = self.saved
         xp = xp_of(grad)
+        g2 = grad.reshape(-1, self.saved[0].shape[1])              # (N, D)
+        if len(self.saved) == 4:  # the kernel's forward: x, μ, r
+            x2, mean, rstd, w = self.saved
+            fast = kernels.layer_norm_backward(g2, x2, mean, rstd, w)  # all three, a row at a time
+            if fast is not None:
+                gx, gw, gb = fast
+                return (gx.reshape(self.shape) if self.needs_input_grad[0] else None,
+                        gw.reshape(self.wshape) if w is not None and self.needs_input_grad[1] else None,
+                        gb.reshape(self.wshape) if self.has_bias and self.needs_input_grad[2] else None)
+            xhat = (x2 - mean) * rstd  # the kernels since switched off: x̂ as the kernel computed it
+        else:
+            xhat, rstd, w = self.saved
         d = xhat.shape[1]
-        g2 = grad.reshape(-1, d)                                   # (N, D)
-        fast = kernels.layer_norm_backward(g2, xhat, rstd, w)     # all three, a row at a time
-        if fast is not None:
-            gx, gw, gb = fast
-            return (gx.reshape(self.shape) if self.needs_input_grad[0] else None,
-                    gw.reshape(self.wshape) if w is not None and self.needs_input_grad[1] else None,
-                    gb.reshape(self.wshape) if self.has_bias and self.needs_input_grad[2] else None)
         gw = gb = gx = None
         if w is not None and self.needs_input_grad[1]:
             gw = xp.einsum("ij,ij->j", g2, xhat).reshape(self.wshape)
@@ -235,7 +242,6 @@ class LayerNorm(Function):
             gh *= rstd
             gx = gh.reshape(self.shape)
         return gx, gw, gb
-
 
 
 def embedding_backward(ids, grad, num_rows: int):
