@@ -6,6 +6,7 @@
     python benchmarks/engine_ab.py encoder-train --switch fused-ff           # the feed-forward's 3 ops vs 1
     python benchmarks/engine_ab.py gpt-train --threads 2 --switch small-batches  # attention's products
     python benchmarks/engine_ab.py gpt-train --threads 2 --switch min-parallel   # parallel kernels from 2^15 / 2^19
+    python benchmarks/engine_ab.py bert-infer --threads 2 --switch sums --data-dir ../shared/data  # adds, biases
 
 Builds the benchmark's models once (as `seqlab bench` does: same weights and
 inputs, `--threads` for every library, default 1), then in each round times
@@ -20,7 +21,9 @@ three ops or as one (`F.bias_act_dropout`, through `seqlab.nn.linear.FUSE_FEED_F
 per matrix, or on MKL's batched GEMM where `seqlab.mkl.matmul` chooses it (needs MKL);
 `--switch min-parallel` hands arrays to the kernels' parallel twins from 2^15 values or from 2^19
 (sets `seqlab.kernels.MIN_PARALLEL`; without it `kernels.min_parallel()` is 2^19 on Numba's TBB layer
-and 2^15 on OpenMP; matters on two threads or more). Prints the median wall time of each and the two ratios to
+and 2^15 on OpenMP; matters on two threads or more); `--switch sums` runs a model's residual adds and
+Linear's bias on NumPy (one thread) or on the kernels' parallel twins (`seqlab.kernels.PARALLEL_SUMS`;
+matters on two threads or more). Prints the median wall time of each and the two ratios to
 torch. Alternating in one process keeps a VM's drift out of the comparison,
 which two separate `seqlab bench` runs do not.
 """
@@ -88,6 +91,10 @@ _MIN_PARALLEL = _FlagSwitch(kernels, "MIN_PARALLEL",
                             {"2^15": (1 << 15, "parallel twins from 32,768 values"),
                              "2^19": (1 << 19, "parallel twins from 524,288 values")},
                             needs=_require_kernels("the parallel twins"))
+# sums: residual adds and Linear's bias on NumPy's one thread, or on the kernels' parallel twins
+_SUMS = _FlagSwitch(kernels, "PARALLEL_SUMS",
+                    {"numpy": (False, "adds and biases on NumPy"), "parallel": (True, "adds and biases in parallel")},
+                    needs=_require_kernels("the parallel twins"))
 
 
 # switch: (module whose use() flips it, its off and on choices, what "on" needs, how to install it)
@@ -97,6 +104,7 @@ SWITCHES = {
     "fused-ff": (_FUSED_FEED_FORWARD, "ops", "fused", "Numba", "seqlab[numba]"),
     "small-batches": (_SMALL_BATCHES, "numpy", "mkl", "MKL's library", "seqlab[mkl]"),
     "min-parallel": (_MIN_PARALLEL, "2^15", "2^19", "Numba", "seqlab[numba]"),
+    "sums": (_SUMS, "numpy", "parallel", "Numba", "seqlab[numba]"),
 }
 
 
@@ -107,7 +115,8 @@ def main(argv=None) -> None:
                    help="blas: NumPy's BLAS vs MKL (default); kernels: NumPy's row passes vs Numba's; "
                         "fused-ff: a feed-forward's bias, activation and dropout as three ops vs one; "
                         "small-batches: attention's small products on NumPy vs MKL's batched GEMM; "
-                        "min-parallel: the kernels' parallel twins from 2^15 vs 2^19 values")
+                        "min-parallel: the kernels' parallel twins from 2^15 vs 2^19 values; "
+                        "sums: residual adds and Linear's bias on NumPy vs the parallel twins")
     p.add_argument("--rounds", type=positive_int, default=6, help="alternating rounds (default 6)")
     p.add_argument("--steps", type=positive_int, default=3, help="timed steps per side and round (default 3)")
     p.add_argument("--threads", type=positive_int, default=1, help="threads for every library (default 1)")

@@ -447,14 +447,23 @@ def test_parallel_twins_give_the_same_values_bitwise(two_threads, monkeypatch):
                   for f, a in ((kernels.gelu_forward, (x,)), (kernels.gelu_backward, (x, g)))),
                 kernels.gelu_backward(x, g, y=kernels.gelu_forward(x)),
                 kernels.embedding_backward(ids, wide, 7),  # 7 rows in the twin's 8 blocks: one block empty
-                *(f for act in kernels.ACTIVATIONS for key in (None, 2**64 - 5) for f in bias_act(act, key)))
+                *(f for act in kernels.ACTIVATIONS for key in (None, 2**64 - 5) for f in bias_act(act, key)),
+                *sums())
+
+    def sums():  # no serial twins: on one thread these are NumPy's own a + b and y += b
+        total = kernels.add(big, big[::-1].copy())
+        total = big + big[::-1] if total is None else total
+        y2, bias = wide.copy(), wide[3].copy()
+        if not kernels.add_rows(y2, bias):
+            y2 += bias
+        return total, y2
 
     def bias_act(act, key):
         out = kernels.bias_act_dropout(x, b, act, key, 2**31, 2.0)
         return (out, *kernels.bias_act_dropout_backward(g, x, b, out, act, key, 2**31, 2.0))
 
     twins = {n for n in dir(compiled) if n.endswith("_parallel") and not n.startswith("_")}
-    assert len(twins) == 14
+    assert len(twins) == 16
     called = set()
     for name in twins:
         real = getattr(compiled, name)
@@ -464,6 +473,30 @@ def test_parallel_twins_give_the_same_values_bitwise(two_threads, monkeypatch):
     kernels.set_threads(1)
     for a, b_ in zip(parallel, every_kernel()):
         assert np.array_equal(a, b_)
+
+
+def test_the_parallel_sums_take_only_what_they_can_and_linear_and_add_use_them(two_threads):
+    """add / add_rows: None / False for what NumPy must do (broadcasting, float64, views, one thread, the flag
+    off); Linear's bias and the residual add give NumPy's values bitwise through them."""
+    a, b = f32(64, 40), f32(64, 40)
+    assert np.array_equal(kernels.add(a, b), a + b)
+    assert kernels.add(a, b[:1]) is None and kernels.add(a.astype(np.float64), b) is None
+    assert kernels.add(a[:, ::2], b[:, ::2]) is None and kernels.add(a, b.tolist()) is None
+    assert not kernels.add_rows(a, b[0][:7]) and not kernels.add_rows(a[:, ::2], b[0][:20])
+    x, w, bias = f32(3, 21, 40), f32(24, 40), f32(24)
+    want = x.reshape(-1, 40) @ w.T + bias
+    assert np.array_equal(F.linear(seqlab.tensor(x), seqlab.tensor(w), seqlab.tensor(bias)).numpy().reshape(-1, 24),
+                          (seqlab.tensor(x.reshape(-1, 40)) @ seqlab.tensor(w.T)).numpy() + bias)
+    np.testing.assert_allclose(F.linear(seqlab.tensor(x), seqlab.tensor(w), seqlab.tensor(bias)).numpy(),
+                               want.reshape(3, 21, 24), rtol=1e-5, atol=1e-5)
+    assert np.array_equal((seqlab.tensor(a) + seqlab.tensor(b)).numpy(), a + b)
+    kernels.PARALLEL_SUMS = False
+    try:
+        assert kernels.add(a, b) is None and not kernels.add_rows(a, b[0])
+    finally:
+        kernels.PARALLEL_SUMS = True
+    kernels.set_threads(1)
+    assert kernels.add(a, b) is None and not kernels.add_rows(a, b[0])
 
 
 def test_set_blas_threads_sets_the_kernels_count_too():

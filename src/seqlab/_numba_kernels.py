@@ -26,7 +26,8 @@ Every kernel comes twice: `name(...)` runs the blocks one after another,
 the rows into the same blocks of `ROWS` (`FLAT` values for the element-wise
 kernels) and LayerNorm's backward sums its per-block partial weight gradients
 in block order, so the two give the same values bitwise, on any number of
-threads.
+threads. (The two sums `add_parallel` and `add_rows_parallel` have no serial
+twin: on one thread NumPy's loop is the same.)
 
 Compiled on first use and cached next to this file (or in Numba's user cache
 folder when that is read-only), so later processes load them in milliseconds.
@@ -334,6 +335,41 @@ def scale_kept_parallel(x, keep, scale, out):  # pragma: no cover - compiled
     n = x.shape[0]
     for c in prange(_blocks(n, FLAT)):
         _scale_kept_values(x, keep, scale, out, c * FLAT, min(n, (c + 1) * FLAT))
+
+
+# ---- sums on several threads: a model's residual adds and Linear's bias -----------------------------
+# Parallel only: on one thread NumPy's own loops do the same in the same time (seqlab.kernels.add).
+
+@_jit
+def _add_values(a, b, out, lo, hi):  # pragma: no cover - compiled
+    """out = a + b on values lo..hi of flat arrays (one float32 addition each: NumPy's values bitwise)."""
+    as_, bs, outs = a[lo:hi], b[lo:hi], out[lo:hi]
+    for i in range(as_.shape[0]):
+        outs[i] = as_[i] + bs[i]
+
+
+@_jit_parallel
+def add_parallel(a, b, out):  # pragma: no cover - compiled
+    n = a.shape[0]
+    for c in prange(_blocks(n, FLAT)):
+        _add_values(a, b, out, c * FLAT, min(n, (c + 1) * FLAT))
+
+
+@_jit
+def _add_rows(y, b, lo, hi):  # pragma: no cover - compiled
+    """y[i] += b for rows lo..hi."""
+    for i in range(lo, hi):
+        ys = y[i]
+        for j in range(ys.shape[0]):
+            ys[j] += b[j]
+
+
+@_jit_parallel
+def add_rows_parallel(y, b):  # pragma: no cover - compiled
+    """y (N, F) += b (F,), in place."""
+    n = y.shape[0]
+    for c in prange(_blocks(n, ROWS)):
+        _add_rows(y, b, c * ROWS, min(n, (c + 1) * ROWS))
 
 
 # ---- dropout's keep masks: SplitMix64 words of a counter (seqlab.random's module docstring) ----------

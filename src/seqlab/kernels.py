@@ -50,7 +50,7 @@ import numpy as np
 
 from seqlab.errors import ConfigError
 
-__all__ = ["ACTIVATIONS", "adam", "bias_act_dropout", "bias_act_dropout_backward", "bias_act_dropout_takes",
+__all__ = ["ACTIVATIONS", "adam", "add", "add_rows", "bias_act_dropout", "bias_act_dropout_backward", "bias_act_dropout_takes",
            "describe", "dropout", "embedding_backward", "gelu_backward", "gelu_forward", "keep_mask",
            "keyed_dropout", "layer_norm_backward", "layer_norm_forward", "library", "min_parallel", "set_threads",
            "softmax_backward", "softmax_rows", "threads", "use"]
@@ -64,6 +64,9 @@ _FLOAT32 = np.dtype(np.float32)
 # 2^15 than with 2^19); bert-infer and encoder-train (524,288 values and more) read the same either way
 # (docs/results.md, 2026-12-03). An int set here holds on every layer.
 MIN_PARALLEL: int | None = None
+# a model's residual adds and Linear's bias on the parallel twins (`add`, `add_rows`); False: NumPy's loops,
+# one thread (engine_ab.py's switch "sums")
+PARALLEL_SUMS = True
 _MIN_PARALLEL_BY_LAYER = {"omp": 1 << 15}
 _MIN_PARALLEL_OTHERWISE = 1 << 19
 _chosen: str | None = None  # set by use(); None: the environment's SEQLAB_KERNELS
@@ -302,6 +305,40 @@ def softmax_backward(g, w, out=None, scale: float = 1.0):
     _twin(k, "softmax_backward", g.size)(g.reshape(-1, n), w.reshape(-1, n), _FLOAT32.type(scale),
                                          out.reshape(-1, n))
     return out
+
+
+def _parallel_only(k, name: str, size: int):
+    """The parallel twin `name`_parallel when more than one thread is asked for, the pool runs and `size`
+    warrants it; else None (the caller's NumPy loop, which on one thread is as fast)."""
+    return _twin(k, name, size) if threads() > 1 and _parallel_ok() and size >= min_parallel() else None
+
+
+def add(a, b):
+    """a + b as a new array, on the kernels' threads: for two NumPy float32 arrays of one shape in C order
+    and of `min_parallel()` values or more, when more than one thread is asked for (the same values as
+    NumPy's, bitwise); else None."""
+    if (not PARALLEL_SUMS or _threads == 1 or type(a) is not np.ndarray or type(b) is not np.ndarray
+            or a.shape != b.shape):
+        return None
+    k = _kernels(a, b)
+    twin = None if k is None else _parallel_only(k, "add", a.size)
+    if twin is None:
+        return None
+    out = np.empty_like(a)
+    twin(a.reshape(-1), b.reshape(-1), out.reshape(-1))
+    return out
+
+
+def add_rows(y2, b) -> bool:
+    """y2 (N, F) += b (F,) in place on the kernels' threads, as `add` decides; False: nothing done."""
+    if not PARALLEL_SUMS or _threads == 1 or b.ndim != 1 or y2.ndim != 2 or y2.shape[1] != b.shape[0]:
+        return False
+    k = _kernels(y2, b)
+    twin = None if k is None else _parallel_only(k, "add_rows", y2.size)
+    if twin is None:
+        return False
+    twin(y2, b)
+    return True
 
 
 def dropout(x, keep, scale, out=None):

@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from seqlab import kernels
 from seqlab.autograd.function import Function
 from seqlab.backend import xp_of
 
 
 class Add(Function):
     def forward(self, a, b):
-        return a + b
+        fast = kernels.add(a, b)  # a model's residual adds, on more than one thread
+        return a + b if fast is None else fast
 
     def backward(self, grad):
         return grad, grad

@@ -1,6 +1,7 @@
 """Matrix products: batched, broadcasting `a @ b`, and the fused `linear`."""
 from __future__ import annotations
 
+from seqlab import kernels
 from seqlab.autograd.function import Function
 from seqlab.autograd.ops.fused import colsum
 from seqlab.backend import xp_of
@@ -64,10 +65,10 @@ class Linear(Function):
         self.save_for_backward(x, weight)
         self.has_bias = bias is not None
         # flatten the batch dims: NumPy's stacked matmul of (B, T, I) @ Wᵀ skips BLAS (~30x slower)
-        y = mm(x.reshape(-1, x.shape[-1]), weight.T).reshape(x.shape[:-1] + (weight.shape[0],))
-        if bias is not None:
-            y += bias
-        return y
+        y2 = mm(x.reshape(-1, x.shape[-1]), weight.T)
+        if bias is not None and not kernels.add_rows(y2, bias):  # on more than one thread: the kernels' twin
+            y2 += bias
+        return y2.reshape(x.shape[:-1] + (weight.shape[0],))
 
     def backward(self, grad):
         x, w = self.saved
