@@ -499,6 +499,35 @@ def test_the_parallel_sums_take_only_what_they_can_and_linear_and_add_use_them(t
     assert kernels.add(a, b) is None and not kernels.add_rows(a, b[0])
 
 
+@pytest.mark.parametrize("mask", ["causal", "padding", "float"])
+def test_softmax_rows_add_a_broadcast_bias_as_numpy_would_bitwise(two_threads, mask):
+    """softmax_rows(s, bias=m) is softmax(s + m) bitwise (the same float32 sums, made in the kernel) for
+    attention's masks: causal (1, 1, T, T), padding (B, 1, 1, T), a float bias (1, H, T, T); the recompute
+    from the statistics too, on one thread as well. Biases it cannot take (broadcast along the keys,
+    float64, larger than s) give None."""
+    B, H, T = 3, 2, 9
+    s = f32(B, H, T, T, scale=3.0)
+    s0 = s.copy()
+    if mask == "float":
+        bias = f32(1, H, T, T)
+    else:
+        block = (np.triu(np.ones((T, T), bool), 1)[None, None] if mask == "causal"
+                 else (np.arange(T) >= np.array([9, 4, 0])[:, None])[:, None, None, :])  # the last: all blocked
+        bias = np.where(block, np.float32(-np.inf), np.float32(0))
+    want, (wm, wt) = kernels.softmax_rows(s + bias, in_place=False)
+    got, (gm, gt) = kernels.softmax_rows(s, bias=bias, in_place=False)
+    assert np.array_equal(got, want) and np.array_equal(gm, wm) and np.array_equal(gt, wt)
+    for n in (2, 1):
+        kernels.set_threads(n)
+        again, _ = kernels.softmax_rows(s, stats=(gm, gt), bias=bias, in_place=False)
+        assert np.array_equal(again, want)
+    assert kernels.softmax_rows(s, bias=bias, in_place=False) is None  # one thread, no statistics: NumPy adds
+    kernels.set_threads(2)
+    for other in (bias[..., :1], bias.astype(np.float64), np.broadcast_to(bias, (2, B, H, T, T)).copy()):
+        assert kernels.softmax_rows(s, bias=other, in_place=False) is None
+    assert np.array_equal(s, s0)  # in_place=False: s untouched
+
+
 def test_set_blas_threads_sets_the_kernels_count_too():
     from seqlab.blas import blas_threads
 

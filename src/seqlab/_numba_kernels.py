@@ -241,19 +241,31 @@ def _row_max(row, k):  # pragma: no cover - compiled
 
 
 @_jit_sums
-def _softmax_rows(s, m, t, have_stats, lo, hi):  # pragma: no cover - compiled
+def _softmax_rows(s, m, t, have_stats, bias, brow, lo, hi):  # pragma: no cover - compiled
     """Per row, in place: s = e^(s − max) / Σ e^(s − max) (`_exp`), the max and the sum stored in m and t;
     a row of −inf only gives 0s (max 0, sum 1). `have_stats`: m and t are given and used (no reductions),
-    so the same row gives the same values bitwise."""
+    so the same row gives the same values bitwise. `bias` (R, K) with rows: row i first gets
+    bias[brow[i]] added (a mask's −inf, a position bias) while the row is in cache: with `stats` inside the
+    loop of e^x, else in a loop of its own (inside the max's four chains, its stores made that loop slower)."""
     k = s.shape[1]
+    with_bias = bias.shape[0] != 0
     for i in range(lo, hi):
         row = s[i]
         if have_stats:
             mx = m[i]
-            for j in range(k):
-                row[j] = _exp_at_most_0(row[j] - mx)
+            if with_bias:
+                br = bias[brow[i]]
+                for j in range(k):
+                    row[j] = _exp_at_most_0((row[j] + br[j]) - mx)
+            else:
+                for j in range(k):
+                    row[j] = _exp_at_most_0(row[j] - mx)
             total = t[i]
         else:
+            if with_bias:
+                br = bias[brow[i]]
+                for j in range(k):
+                    row[j] += br[j]
             mx = _row_max(row, k)
             if mx == -np.inf:
                 mx = _f(0.0)
@@ -271,18 +283,18 @@ def _softmax_rows(s, m, t, have_stats, lo, hi):  # pragma: no cover - compiled
 
 
 @_jit_sums
-def softmax(s, m, t, have_stats):  # pragma: no cover - compiled
-    """s (N, K) in place; m, t (N,)."""
+def softmax(s, m, t, have_stats, bias, brow):  # pragma: no cover - compiled
+    """s (N, K) in place; m, t (N,); bias (R, K) and brow (N,) ints, or bias of shape (0, K): none."""
     n = s.shape[0]
     for c in range(_blocks(n, ROWS)):
-        _softmax_rows(s, m, t, have_stats, c * ROWS, min(n, (c + 1) * ROWS))
+        _softmax_rows(s, m, t, have_stats, bias, brow, c * ROWS, min(n, (c + 1) * ROWS))
 
 
 @_jit_sums_parallel
-def softmax_parallel(s, m, t, have_stats):  # pragma: no cover - compiled
+def softmax_parallel(s, m, t, have_stats, bias, brow):  # pragma: no cover - compiled
     n = s.shape[0]
     for c in prange(_blocks(n, ROWS)):
-        _softmax_rows(s, m, t, have_stats, c * ROWS, min(n, (c + 1) * ROWS))
+        _softmax_rows(s, m, t, have_stats, bias, brow, c * ROWS, min(n, (c + 1) * ROWS))
 
 
 @_jit

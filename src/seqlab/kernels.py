@@ -274,13 +274,28 @@ def layer_norm_backward(g2, x2, mean, rstd, w):
     return gx, gw, gb
 
 
-def softmax_rows(s, stats: tuple | None = None, in_place: bool = True):
+def softmax_rows(s, stats: tuple | None = None, in_place: bool = True, bias=None):
     """Softmax over the last axis of `s`, as `fused.softmax_array(s, -1, overwrite=in_place)`:
     returns (result, (max, sum)) with keepdims statistics; `stats` given: those are used (no reductions).
+
+    `bias`: a float32 array broadcastable to s along every axis but the last, which it has whole (an
+    attention mask's −inf and 0, a position bias), added to each row just before its softmax: the values
+    of s + bias in one pass less. None is returned for any other bias, and on one thread unless `stats`
+    are given (the caller adds it itself).
     """
     k = _kernels(s)
     if k is None or s.ndim == 0:
         return None
+    twin = _twin(k, "softmax", s.size)
+    if bias is None:
+        b2, brow = _NO_BIAS, _NO_ROWS
+    else:
+        rows = _bias_rows(s.shape, bias)
+        # on one thread a first pass (max and sum to find) read faster as NumPy's own s += bias: the rows
+        # are short, and a loop more per row costs about what that pass does (docs/results.md, 2026-12-03)
+        if rows is None or (stats is None and twin is getattr(k, "softmax")):
+            return None
+        b2, brow = np.ascontiguousarray(bias).reshape(-1, s.shape[-1]), rows
     if not in_place:
         s = s.copy()
     s2 = s.reshape(-1, s.shape[-1])  # a view: s is C-ordered
@@ -291,8 +306,35 @@ def softmax_rows(s, stats: tuple | None = None, in_place: bool = True):
     else:
         m = np.ascontiguousarray(stats[0], dtype=_FLOAT32).reshape(-1)
         total = np.ascontiguousarray(stats[1], dtype=_FLOAT32).reshape(-1)
-    _twin(k, "softmax", s2.size)(s2, m, total, stats is not None)
+    twin(s2, m, total, stats is not None, b2, brow)
     return s, (m.reshape(keep), total.reshape(keep))
+
+
+_NO_BIAS = np.empty((0, 1), _FLOAT32)  # softmax_rows without a bias (the kernel looks at its row count only)
+_NO_ROWS = np.empty(0, np.int64)
+_NO_ROWS.flags.writeable = False  # as _row_map's: one compiled type for both
+
+
+def _bias_rows(shape, bias):
+    """For a bias that `softmax_rows` takes (NumPy float32, broadcastable to `shape` along every axis but
+    the last, which it has whole): which of its rows (bias.reshape(-1, K)) each row of s gets; else None."""
+    if type(bias) is not np.ndarray or bias.dtype != _FLOAT32 or bias.ndim == 0 or bias.ndim > len(shape):
+        return None
+    lead = (1,) * (len(shape) - bias.ndim) + bias.shape[:-1]
+    if bias.shape[-1] != shape[-1] or any(b not in (1, n) for b, n in zip(lead, shape[:-1])):
+        return None
+    return _row_map(tuple(shape[:-1]), lead)
+
+
+@functools.lru_cache(maxsize=32)
+def _row_map(rows_shape: tuple, bias_lead: tuple) -> np.ndarray:
+    """The bias row of each row of s (read-only, cached: one per attention shape and mask shape)."""
+    n = 1
+    for b in bias_lead:
+        n *= b
+    rows = np.broadcast_to(np.arange(n, dtype=np.int64).reshape(bias_lead), rows_shape).reshape(-1)
+    rows.flags.writeable = False
+    return rows
 
 
 def softmax_backward(g, w, out=None, scale: float = 1.0):

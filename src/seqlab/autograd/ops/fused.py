@@ -410,12 +410,18 @@ def attention_weights(q, k, bias=None, block=None, scale=1.0, stats: tuple | Non
     """
     xp = xp_of(q)
     s = mm(q, k.swapaxes(-1, -2), alpha=scale)  # (..., Tq, Tk), the scale inside the GEMM where MKL does it
-    if bias is not None:
-        s = _add_into(s, bias)
+    last = bias  # the one added last: by the compiled softmax, to each row in cache, when it can
     if block is not None:
-        # −inf where blocked, added in place: the (small, broadcast) mask becomes a bias once,
-        # instead of xp.where allocating a second full-size score array
-        s = _add_into(s, xp.where(block, q.dtype.type(-np.inf), q.dtype.type(0)))
+        # −inf where blocked: the (small, broadcast) mask becomes a bias once, instead of xp.where
+        # allocating a second full-size score array
+        if bias is not None:
+            s = _add_into(s, bias)
+        last = xp.where(block, q.dtype.type(-np.inf), q.dtype.type(0))
+    if last is not None:
+        fast = kernels.softmax_rows(s, stats, bias=last)  # s is our own temporary: in place
+        if fast is not None:
+            return fast if with_stats else fast[0]
+        s = _add_into(s, last)
     return softmax_array(s, -1, overwrite=True, stats=stats, with_stats=with_stats)  # s is our own temporary
 
 
