@@ -50,7 +50,8 @@ import numpy as np
 
 from seqlab.errors import ConfigError
 
-__all__ = ["ACTIVATIONS", "adam", "add", "add_rows", "bias_act_dropout", "bias_act_dropout_backward", "bias_act_dropout_takes",
+__all__ = ["ACTIVATIONS", "adam", "add", "add_rows", "bias_act_dropout", "bias_act_dropout_backward",
+           "bias_act_dropout_takes",
            "describe", "dropout", "embedding_backward", "gelu_backward", "gelu_forward", "keep_mask",
            "keyed_dropout", "layer_norm_backward", "layer_norm_forward", "library", "min_parallel", "set_threads",
            "softmax_backward", "softmax_rows", "threads", "use"]
@@ -349,37 +350,35 @@ def softmax_backward(g, w, out=None, scale: float = 1.0):
     return out
 
 
-def _parallel_only(k, name: str, size: int):
-    """The parallel twin `name`_parallel when more than one thread is asked for, the pool runs and `size`
-    warrants it; else None (the caller's NumPy loop, which on one thread is as fast)."""
-    return _twin(k, name, size) if threads() > 1 and _parallel_ok() and size >= min_parallel() else None
+def _sums_take(size: int) -> bool:
+    """Whether `add` and `add_rows` run: the flag on, more than one thread asked for, `size` warrants the
+    twins (checked in this order: the cheap tests first, as a model's every add asks)."""
+    return PARALLEL_SUMS and (_threads if _threads is not None else threads()) > 1 and size >= min_parallel()
 
 
 def add(a, b):
     """a + b as a new array, on the kernels' threads: for two NumPy float32 arrays of one shape in C order
     and of `min_parallel()` values or more, when more than one thread is asked for (the same values as
     NumPy's, bitwise); else None."""
-    if (not PARALLEL_SUMS or _threads == 1 or type(a) is not np.ndarray or type(b) is not np.ndarray
-            or a.shape != b.shape):
+    if type(a) is not np.ndarray or type(b) is not np.ndarray or not _sums_take(a.size) or a.shape != b.shape:
         return None
     k = _kernels(a, b)
-    twin = None if k is None else _parallel_only(k, "add", a.size)
-    if twin is None:
+    if k is None or not _parallel_ok():
         return None
     out = np.empty_like(a)
-    twin(a.reshape(-1), b.reshape(-1), out.reshape(-1))
+    _twin(k, "add", a.size)(a.reshape(-1), b.reshape(-1), out.reshape(-1))
     return out
 
 
 def add_rows(y2, b) -> bool:
     """y2 (N, F) += b (F,) in place on the kernels' threads, as `add` decides; False: nothing done."""
-    if not PARALLEL_SUMS or _threads == 1 or b.ndim != 1 or y2.ndim != 2 or y2.shape[1] != b.shape[0]:
+    if (type(y2) is not np.ndarray or not _sums_take(y2.size) or b.ndim != 1 or y2.ndim != 2
+            or y2.shape[1] != b.shape[0]):
         return False
     k = _kernels(y2, b)
-    twin = None if k is None else _parallel_only(k, "add_rows", y2.size)
-    if twin is None:
+    if k is None or not _parallel_ok():
         return False
-    twin(y2, b)
+    _twin(k, "add_rows", y2.size)(y2, b)
     return True
 
 
