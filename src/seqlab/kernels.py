@@ -70,6 +70,7 @@ MIN_PARALLEL: int | None = None
 PARALLEL_SUMS = True
 _MIN_PARALLEL_BY_LAYER = {"omp": 1 << 15}
 _MIN_PARALLEL_OTHERWISE = 1 << 19
+_MIN_PARALLEL_FLOOR = min(*_MIN_PARALLEL_BY_LAYER.values(), _MIN_PARALLEL_OTHERWISE)  # on any layer
 _chosen: str | None = None  # set by use(); None: the environment's SEQLAB_KERNELS
 _threads: int | None = None  # set by set_threads(); None: NumPy's BLAS count, read when first needed
 _forked = False  # True in a child process made by os.fork (see _usable_layer)
@@ -353,7 +354,9 @@ def softmax_backward(g, w, out=None, scale: float = 1.0):
 def _sums_take(size: int) -> bool:
     """Whether `add` and `add_rows` run: the flag on, more than one thread asked for, `size` warrants the
     twins (checked in this order: the cheap tests first, as a model's every add asks)."""
-    return PARALLEL_SUMS and (_threads if _threads is not None else threads()) > 1 and size >= min_parallel()
+    if not PARALLEL_SUMS or size < (_MIN_PARALLEL_FLOOR if MIN_PARALLEL is None else MIN_PARALLEL):
+        return False  # a small array (most of a model's adds when it generates a token at a time)
+    return (_threads if _threads is not None else threads()) > 1 and size >= min_parallel()
 
 
 def add(a, b):
