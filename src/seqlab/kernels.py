@@ -18,7 +18,9 @@ NumPy.
 
 On more than one thread (`seqlab.blas.set_blas_threads`, ``--threads``, or
 NumPy's BLAS count by default) arrays of `min_parallel()` values or more go to
-the kernels' parallel twins, which give the same values bitwise. They run on
+the kernels' parallel twins, which give the same values bitwise; a model's
+residual adds and Linear's bias go to twins of their own there (`add`,
+`add_rows`; on one thread NumPy's loops are as fast). They run on
 Numba's OpenMP pool where it loads (GNU OpenMP on Linux), else on its TBB pool
 (the `tbb` package, which `seqlab[numba]` installs on Linux x86-64), else on
 one thread: on two threads of the Xeon in docs/results.md every benchmark was

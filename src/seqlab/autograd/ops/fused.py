@@ -407,6 +407,8 @@ def attention_weights(q, k, bias=None, block=None, scale=1.0, stats: tuple | Non
     """softmax(q kᵀ · scale + bias) over the last axis, −inf where `block` is True (all-blocked rows: 0).
 
     `with_stats` / `stats`: the softmax's row max and sum, returned / passed back (see `softmax_array`).
+    The mask (or else the bias) is added by the compiled softmax where it takes it (`kernels.softmax_rows`:
+    each row while in cache, the same sums), else by a pass of its own before the softmax.
     """
     xp = xp_of(q)
     s = mm(q, k.swapaxes(-1, -2), alpha=scale)  # (..., Tq, Tk), the scale inside the GEMM where MKL does it
