@@ -191,13 +191,19 @@ def _parallel_layer() -> str | None:
 
 def _twin(k, name: str, size: int):
     """The kernel `name`, or its parallel twin when more than one thread is asked for and `size` warrants it."""
+    return _parallel_twin(k, name, size) or getattr(k, name)
+
+
+def _parallel_twin(k, name: str, size: int):
+    """`name`_parallel, set to the asked-for threads, when there are more than one and `size` warrants it;
+    else None."""
     n = threads()
     if n > 1 and _parallel_ok() and size >= min_parallel():
         import numba
 
         numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))  # per calling thread
         return getattr(k, name + "_parallel")
-    return getattr(k, name)
+    return None
 
 
 @functools.lru_cache(maxsize=None)
@@ -297,7 +303,7 @@ def softmax_rows(s, stats: tuple | None = None, in_place: bool = True, bias=None
         rows = _bias_rows(s.shape, bias)
         # on one thread a first pass (max and sum to find) read faster as NumPy's own s += bias: the rows
         # are short, and a loop more per row costs about what that pass does (docs/results.md, 2026-12-03)
-        if rows is None or (stats is None and twin is getattr(k, "softmax")):
+        if rows is None or (stats is None and twin is k.softmax):
             return None
         b2, brow = np.ascontiguousarray(bias).reshape(-1, s.shape[-1]), rows
     if not in_place:
@@ -354,11 +360,9 @@ def softmax_backward(g, w, out=None, scale: float = 1.0):
 
 
 def _sums_take(size: int) -> bool:
-    """Whether `add` and `add_rows` run: the flag on, more than one thread asked for, `size` warrants the
-    twins (checked in this order: the cheap tests first, as a model's every add asks)."""
-    if not PARALLEL_SUMS or size < (_MIN_PARALLEL_FLOOR if MIN_PARALLEL is None else MIN_PARALLEL):
-        return False  # a small array (most of a model's adds when it generates a token at a time)
-    return (_threads if _threads is not None else threads()) > 1 and size >= min_parallel()
+    """Whether `add` and `add_rows` may run: the flag on and `size` at least the lowest threshold of any
+    layer (a model's many small adds, one token at a time when it generates, leave here)."""
+    return PARALLEL_SUMS and size >= (_MIN_PARALLEL_FLOOR if MIN_PARALLEL is None else MIN_PARALLEL)
 
 
 def add(a, b):
@@ -368,10 +372,11 @@ def add(a, b):
     if type(a) is not np.ndarray or type(b) is not np.ndarray or not _sums_take(a.size) or a.shape != b.shape:
         return None
     k = _kernels(a, b)
-    if k is None or not _parallel_ok():
+    twin = None if k is None else _parallel_twin(k, "add", a.size)
+    if twin is None:
         return None
     out = np.empty_like(a)
-    _twin(k, "add", a.size)(a.reshape(-1), b.reshape(-1), out.reshape(-1))
+    twin(a.reshape(-1), b.reshape(-1), out.reshape(-1))
     return out
 
 
@@ -381,9 +386,10 @@ def add_rows(y2, b) -> bool:
             or y2.shape[1] != b.shape[0]):
         return False
     k = _kernels(y2, b)
-    if k is None or not _parallel_ok():
+    twin = None if k is None else _parallel_twin(k, "add_rows", y2.size)
+    if twin is None:
         return False
-    _twin(k, "add_rows", y2.size)(y2, b)
+    twin(y2, b)
     return True
 
 
