@@ -310,6 +310,8 @@ class Tensor:
             m = np.asarray(m)
         if m.dtype != bool:
             raise TypeError(f"masked_fill expects a bool mask, got dtype {m.dtype}")
+        if backend.xp_of(m) is not backend.xp_of(self.data):  # a host mask for a GPU tensor (or back)
+            m = backend.to_device(m, self.device)
         if isinstance(value, Tensor):
             value = value.item()
         return E.MaskedFill.apply(self, m, value)

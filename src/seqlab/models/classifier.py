@@ -92,8 +92,8 @@ class TransformerClassifier(Module):
         if ids.ndim != 2:
             raise ValueError(f"input_ids must be (batch, length), got shape {ids.shape}")
         B, T = ids.shape
-        mask = _real_tokens(attention_mask, ids.shape)
         x = self.embedding(ids) * math.sqrt(self.config.d_model)  # (B, T, d)
+        mask = _real_tokens(attention_mask, ids.shape, x.device)
         x = self.embed_dropout(self.pos_encoder.embed(x))  # (B, T, d)
         kpm = None if mask is None else ~mask  # (B, T) True = padding, as torch
         extra = self.pos_encoder.attn_kwargs(T, T)
@@ -112,7 +112,7 @@ class TransformerClassifier(Module):
         weights = None
         if output_attentions:
             h, weights = h
-        mask = _real_tokens(attention_mask, h.shape[:2])
+        mask = _real_tokens(attention_mask, h.shape[:2], h.device)
         if self.config.pooling == "first":
             pooled = h[:, 0]  # (B, d) the [CLS] position
         elif self.config.pooling == "max":  # max over time, per feature, of the real tokens (Kim's CNN)
@@ -133,8 +133,8 @@ class TransformerClassifier(Module):
                                         attentions=tuple(weights) if weights is not None else None)
 
 
-def _real_tokens(attention_mask, shape) -> np.ndarray | None:
-    """HF attention_mask (1 = real) as a bool array (B, T), or None when absent."""
+def _real_tokens(attention_mask, shape, device: str) -> np.ndarray | None:
+    """HF attention_mask (1 = real) as a bool array (B, T) on `device`, or None when absent."""
     if attention_mask is None:
         return None
     m = attention_mask.data if isinstance(attention_mask, Tensor) else attention_mask
@@ -143,4 +143,4 @@ def _real_tokens(attention_mask, shape) -> np.ndarray | None:
     m = backend.get_xp().asarray(m) if not hasattr(m, "shape") else m
     if tuple(m.shape) != tuple(shape):
         raise ValueError(f"attention_mask has shape {tuple(m.shape)} but input_ids has shape {tuple(shape)}")
-    return m.astype(bool)
+    return backend.to_device(m, device).astype(bool)

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from seqlab import backend
 from seqlab.autograd.function import no_grad
 from seqlab.autograd.tensor import Tensor
 from seqlab.models.outputs import EncoderDecoderCache, KVCache
 
 
 def _ids(x) -> np.ndarray:
-    arr = x.data if isinstance(x, Tensor) else np.asarray(x)
+    """Token ids as a host int64 array: the search runs on the host, whatever device the model is on."""
+    arr = backend.to_numpy(x.data if isinstance(x, Tensor) else x)
     if arr.dtype.kind not in "iu":
         raise TypeError(f"token ids must be integers, got dtype {arr.dtype}")
     return arr.astype(np.int64)
@@ -63,7 +65,7 @@ class _CausalStepper:
                              position_ids=self.positions[:, seen:])
         else:
             out = self.model(seqs, attention_mask=self.mask, position_ids=self.positions)
-        return out.logits.data[:, -1].astype(np.float32)
+        return backend.to_numpy(out.logits.data[:, -1]).astype(np.float32)  # the search runs on the host
 
     def reorder(self, index: np.ndarray) -> None:
         self.mask, self.positions = self.mask[index], self.positions[index]
@@ -91,7 +93,7 @@ class _Seq2SeqStepper:
                              past_key_values=self.cache, use_cache=True)
         else:
             out = self.model(attention_mask=self.src_mask, decoder_input_ids=seqs, encoder_outputs=self.enc)
-        return out.logits.data[:, -1].astype(np.float32)
+        return backend.to_numpy(out.logits.data[:, -1]).astype(np.float32)  # the search runs on the host
 
     def reorder(self, index: np.ndarray) -> None:
         if self.cache is not None:

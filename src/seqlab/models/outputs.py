@@ -83,7 +83,8 @@ class Seq2SeqLMOutput(ModelOutput):
 
 def classification_loss(logits: Tensor, labels, problem_type: str | None) -> Tensor:
     """transformers' rule: one label -> MSE; integer labels -> cross-entropy; float multi-hot -> BCE."""
-    lab = labels.data if isinstance(labels, Tensor) else np.asarray(labels)
+    lab = labels.data if isinstance(labels, Tensor) else labels
+    lab = lab if backend.xp_of(lab) is not np else np.asarray(lab)  # NumPy's or CuPy's, on its device
     n = logits.shape[-1]
     if problem_type is None:
         problem_type = ("regression" if n == 1 else

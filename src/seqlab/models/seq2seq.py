@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from seqlab import backend
 from seqlab import functional as F
 from seqlab.autograd.function import no_grad
 from seqlab.autograd.tensor import Tensor
@@ -112,11 +113,11 @@ class Seq2Seq(Module):
         memory: 'outputs' h_s (B, S, 2He), 'keys' (the score's projection of h_s, computed once),
         'pad' (B, S) bool True = padding, 'summary' [→h_last; ←h_first] (B, 2He).
         """
-        src_ids = np.asarray(src.data if isinstance(src, Tensor) else src)
+        src_ids = backend.to_numpy(src.data if isinstance(src, Tensor) else src)  # lengths and padding: host
         if src_ids.ndim != 2:
             raise ValueError(f"src must be (B, S) token ids, got shape {src_ids.shape}")
         pad = src_ids == self.config.pad_id                        # (B, S)
-        lengths = (~pad).sum(1) if src_lengths is None else np.asarray(src_lengths)
+        lengths = (~pad).sum(1) if src_lengths is None else backend.to_numpy(src_lengths)
         if lengths.min() < 1:
             raise ValueError("every source sentence needs at least one token (got an all-padding row)")
         x = self.dropout(self.src_embedding(src_ids))             # (B, S, E)
@@ -163,7 +164,7 @@ class Seq2Seq(Module):
                 output_attentions: bool = False):
         return_attention = return_attention or output_attentions  # the name the other models use
         memory, state = self.encode(src, src_lengths)
-        tgt_ids = np.asarray(tgt_in.data if isinstance(tgt_in, Tensor) else tgt_in)
+        tgt_ids = tgt_in.data if isinstance(tgt_in, Tensor) else tgt_in  # the embedding takes ids on any device
         emb = self.dropout(self.tgt_embedding(tgt_ids))          # (B, T, E)
         s, ctx, weights, _ = self._run_decoder(emb, state, memory)
         logits = self._logits(s, ctx, emb)

@@ -21,6 +21,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from seqlab import backend
 from seqlab import functional as F
 from seqlab import nn
 from seqlab.autograd.tensor import Tensor
@@ -163,7 +164,8 @@ class T5Attention(nn.Module):
             position_bias = self.compute_bias(T, k.shape[2], t_past)  # (1, H, T, S)
         scores_bias = position_bias
         if mask is not None:  # blocked keys get −∞ (fully blocked rows give zeros, not NaN)
-            additive = np.where(mask, 0.0, -np.inf).astype(q.dtype)    # (B, 1, T|1, S)
+            xp = backend.xp_of(q.data)  # the host's mask becomes the scores' device's
+            additive = xp.where(xp.asarray(mask), q.dtype.type(0.0), q.dtype.type(-np.inf))  # (B, 1, T|1, S)
             scores_bias = Tensor(additive) if scores_bias is None else scores_bias + additive
         p = self.dropout if self.training else 0.0
         out, w = F.attention(q, k, v, attn_mask=scores_bias, dropout_p=p, scale=1.0, training=self.training)
@@ -272,13 +274,13 @@ class T5Stack(nn.Module):
         else:
             mask = None
         if attention_mask is not None:
-            am = token_ids(attention_mask) != 0
+            am = backend.to_numpy(token_ids(attention_mask)) != 0  # masks are built on the host
             if am.shape[1] != t_past + T:
                 raise ValueError(f"attention_mask covers {am.shape[1]} positions, expected {t_past + T}")
             mask = am[:, None, None, :] if mask is None else (mask & am[:, None, None, :])  # (B, 1, T|1, T')
         cross_mask = None
         if encoder_attention_mask is not None:
-            cross_mask = (token_ids(encoder_attention_mask) != 0)[:, None, None, :]           # (B, 1, 1, S)
+            cross_mask = (backend.to_numpy(token_ids(encoder_attention_mask)) != 0)[:, None, None, :]           # (B, 1, 1, S)
         h = self.dropout(self.embed_tokens(ids))                                              # (B, T, C)
         position_bias, self_w, cross_w = None, [], []
         for blk in self.block:

@@ -64,7 +64,7 @@ class Cat(Function):
         return xp_of(arrays[0]).concatenate(arrays, axis=dim)
 
     def backward(self, grad):
-        splits = np.cumsum(self.sizes)[:-1]
+        splits = np.cumsum(self.sizes)[:-1].tolist()  # a list: CuPy takes no NumPy array here
         return tuple(xp_of(grad).split(grad, splits, axis=self.dim))
 
 

@@ -1,0 +1,303 @@
+"""The device path without a GPU: every model family trained and decoded on `tests/fake_cupy.py`'s stand-in
+for CuPy, against the same model on NumPy.
+
+A real GPU runs the same code (tests/test_backend.py's GPU tests, `benchmarks/gpu.sh`); these tests keep
+that code honest on every CI run: any NumPy-only call on a device array, any host array mixed into device
+arithmetic, raises here as it would under CuPy. Inputs are given as a user would: token ids on the host or
+on the device, masks and labels on the host.
+"""
+import numpy as np
+import pytest
+
+import fake_cupy
+import seqlab
+import seqlab.functional as F
+from seqlab import backend, nn
+from seqlab.optim import SGD, Adam, AdamW, clip_grad_norm_
+
+
+@pytest.fixture
+def cuda(monkeypatch):
+    return fake_cupy.install(monkeypatch)
+
+
+def twins(make):
+    """The same freshly built model on the CPU and on the device (built twice from one seed)."""
+    seqlab.manual_seed(0)
+    cpu = make()
+    seqlab.manual_seed(0)
+    return cpu, make().to("cuda")
+
+
+def on(x, device):
+    return backend.to_device(np.asarray(x), device)
+
+
+def host(x):
+    return backend.to_numpy(x.data if isinstance(x, seqlab.Tensor) else x)
+
+
+def assert_same_params(cpu, dev, rtol=1e-4, atol=1e-5, grads=True):
+    pc, pd = dict(cpu.named_parameters()), dict(dev.named_parameters())
+    assert pc.keys() == pd.keys()
+    for name, p in pc.items():
+        q = pd[name]
+        assert q.device == "cuda", name
+        np.testing.assert_allclose(host(q), p.numpy(), rtol=rtol, atol=atol, err_msg=name)
+        if grads and p.grad is not None:
+            assert backend.xp_of(q.grad) is fake_cupy.cupy, name
+            np.testing.assert_allclose(host(q.grad), p.grad, rtol=rtol, atol=atol, err_msg=f"grad of {name}")
+
+
+def train_step(cpu, dev, loss_of, opt=SGD):
+    """One step of `loss_of(model, device)` on both; returns the two losses as floats."""
+    losses = []
+    for model, device in ((cpu, "cpu"), (dev, "cuda")):
+        optimizer = opt(model.parameters(), lr=0.1)
+        loss = loss_of(model, device)
+        assert loss.device == device
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.item()))
+    return losses
+
+
+# ---- the stand-in itself ------------------------------------------------------------------------
+
+def test_the_stand_in_refuses_what_cupy_refuses(cuda):
+    a = cuda.asarray(np.arange(6, dtype=np.float32).reshape(2, 3))
+    host_array = np.ones(3, np.float32)
+    with pytest.raises(TypeError, match="Implicit conversion"):
+        np.asarray(a)
+    for mixed in (lambda: a + host_array, lambda: host_array * a, lambda: cuda.where(a > 1, a, host_array)):
+        with pytest.raises(TypeError, match="Unsupported type"):
+            mixed()
+    with pytest.raises(AttributeError):
+        a.flags.writeable = False
+    # what CuPy allows: NumPy's functions on device arrays, scalars, explicit copies, 0-d results
+    assert isinstance(np.exp(a), cuda.ndarray) and isinstance(a.sum(), cuda.ndarray)
+    assert float(a.sum()) == 15.0 and (a * np.float32(2))[1, 2].item() == 10.0
+    np.testing.assert_array_equal(cuda.asnumpy(a), np.arange(6).reshape(2, 3))
+    b = cuda.asarray(host_array)
+    host_array[0] = 7  # asarray copied to the device: the host array is not its memory
+    assert b[0].item() == 1.0
+
+
+def test_tensor_basics_on_the_device(cuda):
+    x_np = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    x = seqlab.tensor(x_np, requires_grad=True).to("cuda")
+    assert x.device == "cuda" and seqlab.tensor(x_np).to("cuda").to("cpu").device == "cpu"
+    mask = x_np > 0  # a host mask for a device tensor
+    y = seqlab.cat([x.masked_fill(mask, 0.0), x * 2], dim=1)
+    y.sum().backward()
+    expected = np.where(mask, 0.0, 1.0) + 2.0
+    np.testing.assert_allclose(host(x.grad), expected)
+    emb = nn.Embedding(10, 4).to("cuda")
+    out = emb(np.array([[1, 2, 2]]))  # host ids, device weight: the ids move to the weight
+    out.sum().backward()
+    assert out.device == "cuda" and host(emb.weight.grad)[2].tolist() == [2.0] * 4
+
+
+# ---- models: one training step each, and decoding ----------------------------------------------
+
+def test_gpt_step_and_kv_cache_generation(cuda):
+    from seqlab.models.gpt import GPT, GPTConfig
+
+    cfg = GPTConfig(vocab_size=50, n_positions=16, n_embd=32, n_layer=2, n_head=4, resid_pdrop=0.0,
+                    embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)
+    cpu, dev = twins(lambda: GPT(cfg).train())
+    rng = np.random.default_rng(1)
+    x, y = rng.integers(0, 50, (3, 16)), rng.integers(0, 50, (3, 16))
+
+    def loss(model, device):
+        logits = model(on(x, device)).logits
+        return F.cross_entropy(logits.reshape(-1, 50), on(y, device).reshape(-1))
+
+    a, b = train_step(cpu, dev, loss)
+    assert a == pytest.approx(b, rel=1e-5)
+    assert_same_params(cpu, dev)
+    cpu.eval(), dev.eval()
+    prompt, mask = x[:2, :5], np.array([[0, 1, 1, 1, 1], [1, 1, 1, 1, 1]])  # left padding in row 0
+    for kwargs in ({}, {"num_beams": 3}, {"use_cache": False}):
+        expected = cpu.generate(prompt, attention_mask=mask, max_new_tokens=6, **kwargs)
+        got = dev.generate(on(prompt, "cuda"), attention_mask=mask, max_new_tokens=6, **kwargs)
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("positional", ["sinusoidal", "learned", "rope", "alibi", "none"])
+def test_encoder_classifier_step(cuda, positional):
+    from seqlab.models.classifier import ClassifierConfig, TransformerClassifier
+
+    pooling = {"sinusoidal": "mean", "learned": "max", "rope": "first"}.get(positional, "mean")
+    cfg = ClassifierConfig(vocab_size=40, d_model=32, nhead=4, num_layers=2, dim_feedforward=64, dropout=0.0,
+                           norm_first=positional != "sinusoidal", positional=positional, pooling=pooling)
+    cpu, dev = twins(lambda: TransformerClassifier(cfg).train())
+    x = np.random.default_rng(2).integers(1, 40, (4, 10))
+    x[0, 6:] = 0
+    mask, labels = (x != 0).astype(np.int64), np.array([0, 1, 1, 0])
+
+    def loss(model, device):
+        return model(on(x, device), attention_mask=mask, labels=labels).loss
+
+    a, b = train_step(cpu, dev, loss)
+    assert a == pytest.approx(b, rel=1e-5)
+    assert_same_params(cpu, dev)
+
+
+def test_dropout_trains_on_the_device(cuda):
+    from seqlab.models.classifier import ClassifierConfig, TransformerClassifier
+
+    seqlab.manual_seed(0)
+    model = TransformerClassifier(ClassifierConfig(vocab_size=30, d_model=16, nhead=2, num_layers=1,
+                                                   dim_feedforward=32, dropout=0.5)).to("cuda").train()
+    x = on(np.random.default_rng(3).integers(1, 30, (2, 8)), "cuda")
+    loss = model(x, labels=np.array([0, 1])).loss
+    loss.backward()
+    assert np.isfinite(loss.item()) and all(p.grad is not None for p in model.parameters())
+    h = F.dropout(seqlab.ones(4000).to("cuda"), 0.25, training=True)
+    kept = host(h) != 0
+    assert h.device == "cuda" and 0.70 < kept.mean() < 0.80 and np.allclose(host(h)[kept], 1 / 0.75)
+
+
+def test_bert_classifier_and_masked_lm(cuda):
+    from seqlab.models.bert import BertConfig, BertForMaskedLM, BertForSequenceClassification
+
+    cfg = BertConfig(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, max_position_embeddings=32)
+    x = np.random.default_rng(4).integers(1, 60, (3, 12))
+    x[1, 8:] = 0
+    mask = (x != 0).astype(np.int64)
+    labels = x.copy()
+    labels[:, ::2] = -100
+    cpu, dev = twins(lambda: BertForSequenceClassification(cfg).train())
+
+    def classify(model, device):
+        out = model(on(x, device), attention_mask=on(mask, device), labels=on(np.array([0, 1, 1]), device),
+                    output_attentions=True)
+        assert out.attentions[0].device == device
+        return out.loss
+
+    a, b = train_step(cpu, dev, classify)
+    assert a == pytest.approx(b, rel=1e-5)
+    assert_same_params(cpu, dev)
+    cpu, dev = twins(lambda: BertForMaskedLM(cfg).train())
+    a, b = train_step(cpu, dev, lambda m, d: m(on(x, d), attention_mask=mask, labels=labels).loss)
+    assert a == pytest.approx(b, rel=1e-5)
+    assert_same_params(cpu, dev)
+
+
+@pytest.mark.parametrize("ff", ["relu", "gated-gelu"])
+def test_t5_step_and_generation(cuda, ff):
+    from seqlab.models.t5 import T5Config, T5ForConditionalGeneration
+
+    cfg = T5Config(vocab_size=40, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4, dropout_rate=0.0,
+                   feed_forward_proj=ff)
+    cpu, dev = twins(lambda: T5ForConditionalGeneration(cfg).train())
+    rng = np.random.default_rng(5)
+    x, y = rng.integers(2, 40, (2, 9)), rng.integers(2, 40, (2, 7))
+    mask = np.ones_like(x)
+    mask[1, 6:] = 0
+    a, b = train_step(cpu, dev, lambda m, d: m(input_ids=on(x, d), attention_mask=on(mask, d), labels=on(y, d)).loss)
+    assert a == pytest.approx(b, rel=1e-5)
+    assert_same_params(cpu, dev)
+    cpu.eval(), dev.eval()
+    for kwargs in ({}, {"num_beams": 3}):
+        expected = cpu.generate(x, attention_mask=mask, max_new_tokens=5, **kwargs)
+        np.testing.assert_array_equal(dev.generate(x, attention_mask=mask, max_new_tokens=5, **kwargs), expected)
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+@pytest.mark.parametrize("attention", ["additive", "dot", "general", "none"])
+def test_rnn_seq2seq_step_and_decoding(cuda, cell, attention):
+    from seqlab.models.seq2seq import Seq2Seq, Seq2SeqConfig
+
+    cfg = Seq2SeqConfig(src_vocab_size=30, tgt_vocab_size=30, emb_dim=16, enc_hidden=16, dec_hidden=32,
+                        attn_dim=16, cell=cell, attention=attention, dropout=0.0)
+    cpu, dev = twins(lambda: Seq2Seq(cfg).train())
+    rng = np.random.default_rng(6)
+    src, tgt = rng.integers(3, 30, (2, 7)), rng.integers(3, 30, (2, 6))
+    src[1, 5:] = 0
+
+    def loss(model, device):
+        logits = model(on(src, device), on(tgt, device))
+        return F.cross_entropy(logits.reshape(-1, 30), on(tgt, device).reshape(-1))
+
+    a, b = train_step(cpu, dev, loss)
+    assert a == pytest.approx(b, rel=1e-5)
+    assert_same_params(cpu, dev)
+    cpu.eval(), dev.eval()
+    for beam in (1, 3):
+        assert dev.generate(on(src, "cuda"), beam_size=beam, max_len=6) == \
+            cpu.generate(src, beam_size=beam, max_len=6)
+
+
+def test_transformer_translator_step_and_decoding(cuda):
+    from seqlab.models.translator import Translator, TranslatorConfig, translation_loss
+
+    cfg = TranslatorConfig(src_vocab_size=30, tgt_vocab_size=30, d_model=32, nhead=4, num_encoder_layers=1,
+                           num_decoder_layers=1, dim_feedforward=64, dropout=0.0, max_len=16)
+    cpu, dev = twins(lambda: Translator(cfg).train())
+    rng = np.random.default_rng(7)
+    batch = {"src": rng.integers(3, 30, (2, 6)), "tgt_in": rng.integers(3, 30, (2, 5)),
+             "tgt_out": rng.integers(3, 30, (2, 5))}
+    batch["src"][0, 4:] = 0
+    a, b = train_step(cpu, dev, lambda m, d: translation_loss(m, batch))
+    assert a == pytest.approx(b, rel=1e-5)
+    assert_same_params(cpu, dev)
+    cpu.eval(), dev.eval()
+    assert dev.greedy_decode(batch["src"], max_len=6) == cpu.greedy_decode(batch["src"], max_len=6)
+    assert dev.beam_search(batch["src"], beam_size=3, max_len=6) == cpu.beam_search(batch["src"], beam_size=3, max_len=6)
+
+
+# ---- building blocks --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("opt", [lambda p: SGD(p, lr=0.1, momentum=0.9, weight_decay=0.01),
+                                 lambda p: Adam(p, lr=1e-2), lambda p: AdamW(p, lr=1e-2, weight_decay=0.1)])
+def test_optimizers_and_clipping(cuda, opt):
+    cpu, dev = twins(lambda: nn.Sequential(nn.Linear(6, 8), nn.GELU(), nn.LayerNorm(8), nn.Linear(8, 3)))
+    x = np.random.default_rng(8).standard_normal((5, 6)).astype(np.float32)
+    norms = []
+    for model, device in ((cpu, "cpu"), (dev, "cuda")):
+        o = opt(model.parameters())
+        for _ in range(3):
+            o.zero_grad()
+            (model(on(x, device)) ** 2).mean().backward()
+            norms.append(clip_grad_norm_(model.parameters(), 0.5))
+            o.step()
+    assert norms[:3] == pytest.approx(norms[3:], rel=1e-5)
+    assert_same_params(cpu, dev, grads=False)
+
+
+@pytest.mark.parametrize("kind", ["chunked", "chunked-causal", "sliding"])
+def test_memory_efficient_attention(cuda, kind):
+    from seqlab.nn.efficient_attention import memory_efficient_attention, sliding_window_attention
+
+    rng = np.random.default_rng(9)
+    qkv = [rng.standard_normal((2, 2, 40, 8)).astype(np.float32) for _ in range(3)]
+    mask = rng.random((40, 40)) > 0.2
+    np.fill_diagonal(mask, True)
+    results = []
+    for device in ("cpu", "cuda"):
+        q, k, v = (seqlab.tensor(a, requires_grad=True).to(device) for a in qkv)
+        if kind == "sliding":
+            out = sliding_window_attention(q, k, v, window=8)
+        else:
+            out = memory_efficient_attention(q, k, v, attn_mask=None if kind.endswith("causal") else mask,
+                                             is_causal=kind.endswith("causal"), chunk_size=16)
+        (out * out).sum().backward()
+        results.append([host(out)] + [host(t.grad) for t in (q, k, v)])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+
+
+def test_state_dict_from_the_device_saves_and_loads(cuda, tmp_path):
+    from seqlab.hub.safetensors import load_file, save_file
+
+    cpu, dev = twins(lambda: nn.Sequential(nn.Embedding(9, 4), nn.Linear(4, 2)))
+    save_file({k: backend.to_numpy(v) for k, v in dev.state_dict().items()}, tmp_path / "w.safetensors")
+    fresh = nn.Sequential(nn.Embedding(9, 4), nn.Linear(4, 2))
+    fresh.load_state_dict(load_file(tmp_path / "w.safetensors"))
+    ids = np.array([[1, 5, 8]])
+    np.testing.assert_allclose(fresh(ids).numpy(), cpu(ids).numpy())
+    dev.load_state_dict(cpu.state_dict())  # host arrays into a device model: they move to the device
+    assert all(p.device == "cuda" for p in dev.parameters())
