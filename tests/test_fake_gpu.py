@@ -1,4 +1,4 @@
-"""The device path without a GPU: every model family trained and decoded on `tests/fake_cupy.py`'s stand-in
+"""The device path without a GPU: every model family trained and decoded on `tests/cupy_stand_in.py`'s stand-in
 for CuPy, against the same model on NumPy.
 
 A real GPU runs the same code (tests/test_backend.py's GPU tests, `benchmarks/gpu.sh`); these tests keep
@@ -9,7 +9,7 @@ on the device, masks and labels on the host.
 import numpy as np
 import pytest
 
-import fake_cupy
+import cupy_stand_in
 import seqlab
 import seqlab.functional as F
 from seqlab import backend, nn
@@ -18,7 +18,7 @@ from seqlab.optim import SGD, Adam, AdamW, clip_grad_norm_
 
 @pytest.fixture
 def cuda(monkeypatch):
-    return fake_cupy.install(monkeypatch)
+    return cupy_stand_in.install(monkeypatch)
 
 
 def twins(make):
@@ -45,7 +45,7 @@ def assert_same_params(cpu, dev, rtol=1e-4, atol=1e-5, grads=True):
         assert q.device == "cuda", name
         np.testing.assert_allclose(host(q), p.numpy(), rtol=rtol, atol=atol, err_msg=name)
         if grads and p.grad is not None:
-            assert backend.xp_of(q.grad) is fake_cupy.cupy, name
+            assert backend.xp_of(q.grad) is cupy_stand_in.cupy, name
             np.testing.assert_allclose(host(q.grad), p.grad, rtol=rtol, atol=atol, err_msg=f"grad of {name}")
 
 
@@ -74,6 +74,8 @@ def test_the_stand_in_refuses_what_cupy_refuses(cuda):
             mixed()
     with pytest.raises(AttributeError):
         a.flags.writeable = False
+    with pytest.raises(AttributeError):
+        cuda.cuda.get_current_device  # noqa: B018  (Numba's name; CuPy has none such)
     # what CuPy allows: NumPy's functions on device arrays, scalars, explicit copies, 0-d results
     assert isinstance(np.exp(a), cuda.ndarray) and isinstance(a.sum(), cuda.ndarray)
     assert float(a.sum()) == 15.0 and (a * np.float32(2))[1, 2].item() == 10.0
@@ -301,3 +303,66 @@ def test_state_dict_from_the_device_saves_and_loads(cuda, tmp_path):
     np.testing.assert_allclose(fresh(ids).numpy(), cpu(ids).numpy())
     dev.load_state_dict(cpu.state_dict())  # host arrays into a device model: they move to the device
     assert all(p.device == "cuda" for p in dev.parameters())
+
+
+_X = np.random.default_rng(10).standard_normal((3, 7, 8)).astype(np.float32)
+_LENGTHS = np.array([7, 4, 2])
+_PADDING = np.arange(7)[None] >= _LENGTHS[:, None]  # (3, 7) True = padding, on the host
+
+
+def _rnn(m, x):
+    out, h = m(x, lengths=_LENGTHS)
+    return out.sum() + (h[0] if isinstance(h, tuple) else h).sum()
+
+
+def _cell(m, x):
+    h = m(x[:, 0])
+    return (h[0] if isinstance(h, tuple) else h).sum()
+
+
+def _mha(m, x):
+    out, w = m(x, x, x, key_padding_mask=_PADDING, attn_mask=np.triu(np.ones((7, 7), bool), 1))
+    return out.sum() + (w * w).sum()
+
+
+def _transformer(m, x):
+    return m(x, x[:, :5], src_key_padding_mask=_PADDING, memory_key_padding_mask=_PADDING,
+             tgt_mask=np.triu(np.ones((5, 5), bool), 1)).sum()
+
+
+def _indexing(m, x):  # host index arrays and masks into device tensors, and their gradients
+    picked = x[:, [0, 2]].sum() + x[np.array([0, 2, 2])].sum() + x.gather(2, np.zeros((3, 7, 1), np.int64)).sum()
+    return picked + x.masked_fill(_X > 1, 0.0).amax(dim=1).sum()
+
+
+def _losses(m, x):
+    t = x[:, 0]
+    return (F.mse_loss(t, _X[:, 1]) + F.binary_cross_entropy_with_logits(t, (_X[:, 2] > 0).astype(np.float32))
+            + F.nll_loss(F.log_softmax(t, -1), np.array([1, 2, 3]))
+            + F.cross_entropy(t, np.array([1, -100, 3]), label_smoothing=0.1))
+
+
+@pytest.mark.parametrize("make, loss", [
+    (lambda: nn.RNN(8, 6, num_layers=2, batch_first=True, bidirectional=True), _rnn),
+    (lambda: nn.GRU(8, 6, num_layers=2, batch_first=True, bidirectional=True), _rnn),
+    (lambda: nn.LSTM(8, 6, num_layers=2, batch_first=True, bidirectional=True), _rnn),
+    (lambda: nn.GRUCell(8, 6), _cell),
+    (lambda: nn.LSTMCell(8, 6), _cell),
+    (lambda: nn.MultiheadAttention(8, 2, batch_first=True), _mha),
+    (lambda: nn.Transformer(8, 2, 1, 1, 16, 0.0, batch_first=True), _transformer),
+    (lambda: nn.Sequential(nn.RMSNorm(8), nn.SiLU()), lambda m, x: m(x).sum()),
+    (lambda: nn.Identity(), _indexing),
+    (lambda: nn.Identity(), _losses),
+], ids=["rnn", "gru", "lstm", "gru-cell", "lstm-cell", "multihead", "transformer", "rmsnorm", "indexing", "losses"])
+def test_modules_forward_and_backward(cuda, make, loss):
+    grads = []
+    for device in ("cpu", "cuda"):
+        seqlab.manual_seed(0)
+        m = make().to(device)
+        x = seqlab.tensor(_X, requires_grad=True).to(device)
+        out = loss(m, x)
+        assert out.device == device
+        out.backward()
+        grads.append([host(x.grad)] + [host(p.grad) for p in m.parameters()])
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)

@@ -462,7 +462,7 @@ class Tensor:
         return self.expand(other.shape)
 
     def __getitem__(self, index):
-        index = _index_arrays(index)
+        index = _index_arrays(index, self.device)
         return V.GetItem.apply(self, index=index)
 
     def split(self, split_size, dim: int = 0):
@@ -501,7 +501,7 @@ class Tensor:
             raise TypeError(f"gather index must hold integers, got dtype {idx.dtype}")
         if idx.ndim != self.ndim:
             raise ValueError(f"gather index has {idx.ndim} dims but the tensor has {self.ndim} (shape {self.shape})")
-        return V.Gather.apply(self, idx, dim=dim % self.ndim)
+        return V.Gather.apply(self, _index_arrays(idx, self.device), dim=dim % self.ndim)
 
     def repeat(self, *sizes):
         """Tile the tensor `sizes[i]` times along dim i (as torch.repeat; new leading dims allowed)."""
@@ -561,15 +561,16 @@ class MinMaxResult(tuple):
         return self[1]
 
 
-def _index_arrays(index):
-    if isinstance(index, Tensor):
-        return index.data
-    if isinstance(index, list):
-        return np.asarray(index)
-    if isinstance(index, tuple):
-        return tuple(i.data if isinstance(i, Tensor) else (np.asarray(i) if isinstance(i, list) else i)
-                     for i in index)
-    return index
+def _index_arrays(index, device: str):
+    """An index with its Tensors and lists as arrays, each array on `device` (host index arrays are copied
+    to the GPU for a GPU tensor, whose gradient adds into them there)."""
+    def one(i):
+        i = i.data if isinstance(i, Tensor) else (np.asarray(i) if isinstance(i, list) else i)
+        if getattr(i, "ndim", 0) and backend.device_of(i) != device:
+            i = backend.to_device(i, device)
+        return i
+
+    return tuple(one(i) for i in index) if isinstance(index, tuple) else one(index)
 
 
 def _check_matmul(a: Sequence[int], b: Sequence[int]) -> None:

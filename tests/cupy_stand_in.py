@@ -272,11 +272,13 @@ class _Stream:
 
 
 class _Device:
+    synchronized = 0  # calls of synchronize() since `install` (tests/bench checks the benchmark's)
+
     def __init__(self, device=0):
         self.id = int(device)
 
     def synchronize(self):
-        pass
+        _Device.synchronized += 1
 
     def use(self):
         pass
@@ -302,7 +304,7 @@ cuda = types.SimpleNamespace(
 
 
 def _make_module():
-    mod = types.ModuleType("cupy", "Fake CuPy (tests/fake_cupy.py): NumPy arrays that refuse NumPy.")
+    mod = types.ModuleType("cupy", "A stand-in for CuPy (tests/cupy_stand_in.py): NumPy arrays that refuse NumPy.")
     mod.__file__ = __file__
     names = {
         "ndarray": ndarray, "asarray": asarray, "array": array, "ascontiguousarray": ascontiguousarray,
@@ -351,4 +353,5 @@ def install(monkeypatch) -> types.ModuleType:
     monkeypatch.setattr(backend, "_cupy", cupy)
     monkeypatch.setattr(backend, "_CUDA_OK", True)
     monkeypatch.setattr(seqlab_random, "_gpu_generator", None)
+    _Device.synchronized = 0
     return cupy
