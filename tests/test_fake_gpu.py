@@ -366,3 +366,36 @@ def test_modules_forward_and_backward(cuda, make, loss):
         grads.append([host(x.grad)] + [host(p.grad) for p in m.parameters()])
     for a, b in zip(*grads):
         np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+
+
+def test_attention_viewer_takes_a_model_on_the_device(cuda):
+    from seqlab.data.char_tokenizer import CharTokenizer
+    from seqlab.models.gpt import GPT, GPTConfig
+    from seqlab.viz.attention import attention_html
+    from seqlab.viz.extract import extract_attention
+
+    tok = CharTokenizer.from_text("hello world")
+    cfg = GPTConfig(vocab_size=tok.vocab_size, n_positions=16, n_embd=16, n_layer=2, n_head=2, bos_token_id=0,
+                    eos_token_id=0)
+    cpu, dev = twins(lambda: GPT(cfg))
+    expected, got = extract_attention(cpu, tok, "hello"), extract_attention(dev, tok, "hello")
+    assert len(got.attentions) == 2 and got.tokens == expected.tokens
+    for a, b in zip(expected.attentions, got.attentions):
+        assert isinstance(b, np.ndarray)
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-7)
+    weights = dev(on([[1, 2, 3]], "cuda"), output_attentions=True).attentions  # device Tensors, and their arrays
+    for layers in ([w[0] for w in weights], [w.data[0] for w in weights]):
+        assert "<html" in attention_html(layers, ["h", "e", "l"]).html.lower()
+
+
+def test_pretrained_minilm_on_the_device(cuda):
+    from seqlab.models.bert import BertModel
+
+    cpu = BertModel.from_pretrained("minilm").eval()
+    dev = BertModel.from_pretrained("minilm").to("cuda").eval()
+    ids = np.array([[101, 7592, 2088, 102, 0], [101, 2023, 2003, 1037, 102]])
+    mask = (ids != 0).astype(np.int64)
+    expected = cpu(ids, attention_mask=mask).last_hidden_state.numpy()
+    got = dev(on(ids, "cuda"), attention_mask=mask).last_hidden_state
+    assert got.device == "cuda"
+    np.testing.assert_allclose(host(got), expected, rtol=1e-4, atol=2e-5)

@@ -46,8 +46,11 @@ def check_tokens(tokens: Any, name: str = "tokens") -> list[str]:
 
 
 def _layer_array(layer: Any, index: int, name: str) -> np.ndarray:
-    """One layer as a float64 (H, T_q, T_k) array; a batch of one is squeezed."""
-    a = np.asarray(layer, dtype=np.float64)
+    """One layer as a float64 (H, T_q, T_k) array (copied from the GPU when it is there); a batch of one is
+    squeezed."""
+    from seqlab import backend
+
+    a = np.asarray(backend.to_numpy(layer) if backend.xp_of(layer) is not np else layer, dtype=np.float64)
     if a.ndim == 4:
         if a.shape[0] != 1:
             raise VizError(f"{name}[{index}] has shape {_fmt_shape(a.shape)}: a batch of {a.shape[0]} examples; "
