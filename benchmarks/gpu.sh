@@ -8,7 +8,8 @@
 #     run(command="bash benchmarks/gpu.sh", timeout_s=540)
 #
 # Everything it makes lands in $OUT, which the device tool brings back (files_at):
-#     gpu.log            this script's whole output (nvidia-smi, versions, the GPU tests, both tables)
+#     gpu.log            this script's whole output (nvidia-smi, versions, the GPU tests, both tables, then
+#                        tests/test_device_path.py on CuPy in the time left)
 #     gpu-default.json   seqlab bench encoder-train gpt-train --device cuda --size default
 #     gpu-large.json     the same at --size large (GPT-2 small, batch 8 x 1024; encoder d 768, 12 layers,
 #                        batch 16 x 512)
@@ -92,6 +93,11 @@ EOF
         --size default --repeats 7 --json "$OUT/gpu-default.json"
     limited 180 "bench, size large" python3 -m seqlab bench encoder-train gpt-train --device cuda \
         --size large --repeats 5 --json "$OUT/gpu-large.json"
+
+    # last, with the time that is left: every model family on CuPy against NumPy (test_device_path.py's
+    # "cupy" cases; CuPy compiles each new kernel on first use, so this may be cut short)
+    limited 150 "device path on CuPy" python3 -m pytest -q -rs --maxfail=5 -p no:cacheprovider \
+        tests/test_device_path.py -k cupy
 
     echo "=== done in ${SECONDS}s; files in $OUT:"
     ls -l "$OUT"

@@ -1,10 +1,10 @@
-"""The device path without a GPU: every model family trained and decoded on `tests/cupy_stand_in.py`'s stand-in
-for CuPy, against the same model on NumPy.
+"""The device path: every model family trained and decoded on device "cuda", against the same model on NumPy.
 
-A real GPU runs the same code (tests/test_backend.py's GPU tests, `benchmarks/gpu.sh`); these tests keep
-that code honest on every CI run: any NumPy-only call on a device array, any host array mixed into device
-arithmetic, raises here as it would under CuPy. Inputs are given as a user would: token ids on the host or
-on the device, masks and labels on the host.
+"cuda" is `tests/cupy_stand_in.py`'s stand-in for CuPy on every run, so the code path is checked without a
+GPU: any NumPy-only call on a device array, any host array mixed into device arithmetic, raises here as it
+would under CuPy. Where CuPy sees a GPU, each test runs a second time on real CuPy (`benchmarks/gpu.sh`
+runs this file on a lent GPU). Inputs are given as a user would: token ids on the host or on the device,
+masks and labels on the host.
 """
 import numpy as np
 import pytest
@@ -16,8 +16,16 @@ from seqlab import backend, nn
 from seqlab.optim import SGD, Adam, AdamW, clip_grad_norm_
 
 
+@pytest.fixture(params=["stand-in"] + (["cupy"] if backend.cuda_available() else []))
+def cuda(request, monkeypatch):
+    """The array module behind device "cuda": the CPU stand-in, or CuPy itself on a machine with a GPU."""
+    if request.param == "cupy":  # pragma: no cover - needs a GPU
+        return backend.get_xp("cuda")
+    return cupy_stand_in.install(monkeypatch)
+
+
 @pytest.fixture
-def cuda(monkeypatch):
+def stand_in(monkeypatch):
     return cupy_stand_in.install(monkeypatch)
 
 
@@ -45,7 +53,7 @@ def assert_same_params(cpu, dev, rtol=1e-4, atol=1e-5, grads=True):
         assert q.device == "cuda", name
         np.testing.assert_allclose(host(q), p.numpy(), rtol=rtol, atol=atol, err_msg=name)
         if grads and p.grad is not None:
-            assert backend.xp_of(q.grad) is cupy_stand_in.cupy, name
+            assert backend.device_of(q.grad) == "cuda", name
             np.testing.assert_allclose(host(q.grad), p.grad, rtol=rtol, atol=atol, err_msg=f"grad of {name}")
 
 
@@ -64,7 +72,8 @@ def train_step(cpu, dev, loss_of, opt=SGD):
 
 # ---- the stand-in itself ------------------------------------------------------------------------
 
-def test_the_stand_in_refuses_what_cupy_refuses(cuda):
+def test_the_stand_in_refuses_what_cupy_refuses(stand_in):
+    cuda = stand_in
     a = cuda.asarray(np.arange(6, dtype=np.float32).reshape(2, 3))
     host_array = np.ones(3, np.float32)
     with pytest.raises(TypeError, match="Implicit conversion"):
