@@ -408,3 +408,15 @@ def test_pretrained_minilm_on_the_device(cuda):
     got = dev(on(ids, "cuda"), attention_mask=mask).last_hidden_state
     assert got.device == "cuda"
     np.testing.assert_allclose(host(got), expected, rtol=1e-4, atol=2e-5)
+
+
+def test_sentence_embeddings_with_the_encoder_on_the_device(cuda):
+    from seqlab.embed import SentenceEncoder
+
+    sentences = ["A man is eating food.", "A man is riding a horse on a beach."]
+    expected = SentenceEncoder().encode(sentences)
+    enc = SentenceEncoder()
+    enc.model.to("cuda")
+    got = enc.encode(sentences)
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=2e-5)

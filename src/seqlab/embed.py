@@ -18,6 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
+from seqlab import backend
 from seqlab.autograd.function import no_grad
 from seqlab.autograd.tensor import Tensor
 from seqlab.hub.pretrained import resolve
@@ -36,11 +37,13 @@ SIMILARITY_EXAMPLE = (
 def mean_pool(last_hidden_state, attention_mask) -> Tensor:
     """Σ_t m_t h_t / Σ_t m_t: (B, T, C) and mask (B, T) (1 = real token) -> (B, C). Differentiable."""
     h = last_hidden_state if isinstance(last_hidden_state, Tensor) else Tensor(last_hidden_state)
-    m = np.asarray(attention_mask.data if isinstance(attention_mask, Tensor) else attention_mask)
+    m = attention_mask.data if isinstance(attention_mask, Tensor) else attention_mask
+    m = backend.to_device(m if backend.xp_of(m) is not np else np.asarray(m), h.device)  # on h's device
     if m.shape != h.shape[:2]:
         raise ValueError(f"attention_mask has shape {m.shape} but the hidden states {h.shape}")
     m = m.astype(h.dtype)[:, :, None]                                        # (B, T, 1)
-    return (h * m).sum(dim=1) / np.maximum(m.sum(axis=1), h.dtype.type(1e-9))  # (B, C)
+    count = backend.xp_of(m).maximum(m.sum(axis=1), h.dtype.type(1e-9))      # (B, 1)
+    return (h * m).sum(dim=1) / count  # (B, C)
 
 
 def l2_normalize(x, eps: float = 1e-12) -> Tensor:
