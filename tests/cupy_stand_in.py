@@ -25,8 +25,11 @@ What it copies from CuPy (https://docs.cupy.dev/en/stable/reference/ndarray.html
 
 What it does not copy: speed, asynchrony, CuPy's exact coverage of NumPy's API
 (any NumPy function is accepted here), cuRAND's random streams, and CuPy's
-behaviour on out-of-bounds indices. Setting items from a host array and
-indexing with host integer arrays are allowed, as in CuPy.
+behaviour on out-of-bounds indices. Indexing with host integer arrays, and
+setting items at them from a host array, are allowed, as in CuPy; setting a
+slice from a host array is refused (CuPy fills slices from scalars and device
+arrays only), and so are Python lists as operands. Keyword arguments CuPy's
+functions lack are refused where seqlab met one (`_CUPY_LACKS`).
 """
 from __future__ import annotations
 
@@ -48,6 +51,18 @@ def _dev(x):
     if isinstance(x, (list, tuple)):
         return type(x)(_dev(v) for v in x)
     return x
+
+
+def _operand(x):
+    """An operand of an operator or ufunc, unchanged: a Python list is refused (CuPy takes arrays and scalars
+    there; functions such as concatenate take lists of arrays)."""
+    if isinstance(x, list):
+        raise TypeError(f"Unsupported type {type(x)}")
+    return x
+
+
+def _has_array_index(key) -> bool:
+    return any(isinstance(k, (ndarray, np.ndarray, list)) for k in (key if isinstance(key, tuple) else (key,)))
 
 
 def _loose(x):
@@ -73,6 +88,10 @@ def _wrap(r):
 
 def _call(fn, args, kwargs):
     return _wrap(fn(*_dev(tuple(args)), **{k: _dev(v) for k, v in kwargs.items()}))
+
+
+# keyword arguments NumPy's function takes and CuPy's does not (the ones seqlab has run into)
+_CUPY_LACKS = {"indices": {"sparse"}}
 
 
 class _Flags:
@@ -107,7 +126,7 @@ class ndarray:  # noqa: N801 - CuPy's name
         raise TypeError(_REFUSE)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        return _call(getattr(ufunc, method), inputs, kwargs)
+        return _call(getattr(ufunc, method), tuple(_operand(x) for x in inputs), kwargs)
 
     def __array_function__(self, func, types_, args, kwargs):
         return _call(func, args, kwargs)
@@ -170,18 +189,21 @@ class ndarray:  # noqa: N801 - CuPy's name
         return _wrap(self._a[_loose(key)])
 
     def __setitem__(self, key, value):
+        if isinstance(value, np.ndarray) and value.ndim > 0 and not _has_array_index(key):
+            # CuPy fills a slice with `fill`, which takes scalars and device arrays only
+            raise ValueError("non-scalar numpy.ndarray cannot be used for fill")
         self._a[_loose(key)] = _loose(value)
 
     # ---- operators: device operands only
     def _op(name):  # noqa: N805 - a helper that builds methods
         def op(self, other):
-            return _wrap(getattr(self._a, name)(_dev(other)))
+            return _wrap(getattr(self._a, name)(_dev(_operand(other))))
         op.__name__ = name
         return op
 
     def _iop(name):  # noqa: N805
         def op(self, other):
-            getattr(self._a, name)(_dev(other))
+            getattr(self._a, name)(_dev(_operand(other)))
             return self
         op.__name__ = name
         return op
@@ -221,7 +243,7 @@ class _UFunc:
     def __call__(self, *args, **kwargs):
         if "out" in kwargs and not isinstance(kwargs["out"], tuple):
             kwargs["out"] = (kwargs["out"],)
-        return _call(self._uf, args, kwargs)
+        return _call(self._uf, tuple(_operand(x) for x in args), kwargs)
 
     def __getattr__(self, name):
         method = getattr(self._uf, name)
@@ -320,7 +342,13 @@ def _make_module():
             return _UFunc(obj)
         if isinstance(obj, type) or not callable(obj):  # dtypes (float32, ...), constants (inf, pi)
             return obj
-        return lambda *args, **kwargs: _call(obj, args, kwargs)
+
+        def on_device(*args, **kwargs):
+            lacks = _CUPY_LACKS.get(name, set()) & kwargs.keys()
+            if lacks:
+                raise TypeError(f"{name}() got an unexpected keyword argument {sorted(lacks)[0]!r}")
+            return _call(obj, args, kwargs)
+        return on_device
 
     mod.__getattr__ = __getattr__
     mod.get_array_module = lambda *args: mod if any(isinstance(a, ndarray) for a in args) else np

@@ -267,8 +267,7 @@ def nll_loss(log_probs: Tensor, target, ignore_index: int = -100, reduction: str
 
 
 def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:
-    x = _t(input)
-    d = x - (target if isinstance(target, Tensor) else _on_device_of(target, x))
+    d = _t(input) - target  # a host target moves to the input's device (Tensor._other)
     return _reduce(d * d, reduction)
 
 

@@ -163,7 +163,7 @@ class Tensor:
         return self
 
     def fill_(self, value) -> "Tensor":
-        self.data[...] = value
+        self.data[...] = value if not hasattr(value, "shape") else backend.to_device(_arr(value), self.device)
         return self
 
     def copy_(self, other) -> "Tensor":

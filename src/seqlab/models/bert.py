@@ -16,6 +16,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from seqlab import backend
 from seqlab import functional as F
 from seqlab import nn
 from seqlab.autograd.tensor import Tensor
@@ -207,6 +208,8 @@ class BertModel(nn.Module, BertPreTrained):
                 raise ValueError(f"attention_mask has shape {am.shape} but input_ids {ids.shape}")
             mask = (am != 0)[:, None, None, :]  # (B, 1, 1, T): True = may attend
         h = self.embeddings(ids, tt)
+        if mask is not None:
+            mask = backend.to_device(mask, h.device)  # once, not in every layer's attention
         attentions, hidden = [], [h]  # filled only if asked for: under no_grad they would keep every layer alive
         for layer in self.encoder.layer:
             h, w = layer(h, mask)

@@ -257,19 +257,21 @@ class GPTForSequenceClassification(nn.Module, GPTPreTrained):
         """Per row, the last token that is not padding (transformers' rule: not pad_token_id; without a
         pad token, the attention mask's last 1, else the last position)."""
         B, T = ids.shape
+        xp = backend.xp_of(ids)
         if self.config.pad_token_id is not None:
             real = ids != self.config.pad_token_id
         elif attention_mask is not None:
-            real = token_ids(attention_mask) != 0
+            real = backend.to_device(token_ids(attention_mask), backend.device_of(ids)) != 0
         else:
-            return np.full(B, T - 1)
-        return (np.arange(T)[None, :] * real).argmax(-1)
+            return xp.full(B, T - 1)
+        return (xp.arange(T)[None, :] * real).argmax(-1)
 
     def forward(self, input_ids, attention_mask=None, labels=None, output_attentions: bool = False
                 ) -> SequenceClassifierOutput:
         ids = token_ids(input_ids)
         h, attn = self.transformer(ids, attention_mask, None, None, output_attentions)
         logits = self.score(h)                                                         # (B, T, num_labels)
-        pooled = logits[np.arange(ids.shape[0]), self.last_token_index(ids, attention_mask)]  # (B, num_labels)
+        last = self.last_token_index(ids, attention_mask)
+        pooled = logits[backend.xp_of(last).arange(ids.shape[0]), last]  # (B, num_labels)
         loss = None if labels is None else classification_loss(pooled, labels, self.config.problem_type)
         return SequenceClassifierOutput(loss=loss, logits=pooled, attentions=attn)

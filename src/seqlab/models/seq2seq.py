@@ -177,7 +177,7 @@ class Seq2Seq(Module):
         """Mean cross-entropy per target token, padding ignored."""
         logits = self(src, tgt_in)
         V = logits.shape[-1]
-        target = np.asarray(tgt_out.data if isinstance(tgt_out, Tensor) else tgt_out)
+        target = tgt_out.data if isinstance(tgt_out, Tensor) else tgt_out  # on any device: cross_entropy moves it
         return F.cross_entropy(logits.reshape(-1, V), target.reshape(-1), ignore_index=self.config.pad_id,
                                label_smoothing=label_smoothing)
 

@@ -164,7 +164,7 @@ class T5Attention(nn.Module):
             position_bias = self.compute_bias(T, k.shape[2], t_past)  # (1, H, T, S)
         scores_bias = position_bias
         if mask is not None:  # blocked keys get −∞ (fully blocked rows give zeros, not NaN)
-            xp = backend.xp_of(q.data)  # the host's mask becomes the scores' device's
+            xp = backend.xp_of(q.data)  # the mask on the scores' device (T5Stack moved it there already)
             additive = xp.where(xp.asarray(mask), q.dtype.type(0.0), q.dtype.type(-np.inf))  # (B, 1, T|1, S)
             scores_bias = Tensor(additive) if scores_bias is None else scores_bias + additive
         p = self.dropout if self.training else 0.0
@@ -280,8 +280,9 @@ class T5Stack(nn.Module):
             mask = am[:, None, None, :] if mask is None else (mask & am[:, None, None, :])  # (B, 1, T|1, T')
         cross_mask = None
         if encoder_attention_mask is not None:
-            cross_mask = (backend.to_numpy(token_ids(encoder_attention_mask)) != 0)[:, None, None, :]           # (B, 1, 1, S)
+            cross_mask = (backend.to_numpy(token_ids(encoder_attention_mask)) != 0)[:, None, None, :]  # (B, 1, 1, S)
         h = self.dropout(self.embed_tokens(ids))                                              # (B, T, C)
+        mask, cross_mask = (None if m is None else backend.to_device(m, h.device) for m in (mask, cross_mask))  # once
         position_bias, self_w, cross_w = None, [], []
         for blk in self.block:
             h, position_bias, w = blk.layer[0](h, mask, position_bias,

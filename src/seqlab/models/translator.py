@@ -32,6 +32,7 @@ from seqlab.nn.module import Module
 from seqlab.nn.positional import POSITIONAL_KINDS, positional_encoding
 from seqlab.nn.sparse import Embedding
 from seqlab.nn.transformer import Transformer
+from seqlab.models._common import as_array
 from seqlab.models.outputs import Seq2SeqLMOutput
 
 
@@ -73,7 +74,7 @@ class TranslatorConfig:
 
 
 def _ids(x) -> np.ndarray:
-    a = x.data if isinstance(x, Tensor) else np.asarray(x)
+    a = as_array(x)  # on its device
     if a.ndim != 2:
         raise ValueError(f"token ids must be (batch, length), got shape {a.shape}")
     return a
@@ -113,7 +114,8 @@ class Translator(Module):
         [+ encoder weights, a list of (B, H, S, S), with ``output_attentions``].
         """
         ids = _ids(src_ids)
-        real = (ids != self.config.pad_id) if src_attention_mask is None else np.asarray(src_attention_mask).astype(bool)
+        real = (ids != self.config.pad_id) if src_attention_mask is None else \
+            backend.to_device(as_array(src_attention_mask), backend.device_of(ids)).astype(bool)
         kpm = ~real  # (B, S)
         x = self._embed(self.src_embedding, ids)
         out = self.transformer.encoder(x, src_key_padding_mask=kpm, output_attentions=output_attentions,
@@ -157,7 +159,7 @@ class Translator(Module):
             logits = self.decode(tgt_ids, memory, kpm)  # (B, L, V)
         loss = None
         if labels is not None:
-            lab = labels.data if isinstance(labels, Tensor) else np.asarray(labels)
+            lab = as_array(labels)  # on its device: cross_entropy moves it to the logits'
             V = logits.shape[-1]
             loss = F.cross_entropy(logits.reshape(-1, V), lab.astype(np.int64).reshape(-1),
                                    ignore_index=self.config.pad_id, label_smoothing=label_smoothing)

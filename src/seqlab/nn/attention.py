@@ -30,7 +30,8 @@ def as_mask_array(mask, xp):
     if mask is None:
         return None
     if isinstance(mask, Tensor):
-        return mask.data
+        mask = mask.data
+        return mask if backend.xp_of(mask) is xp else (backend.to_numpy(mask) if xp is np else xp.asarray(mask))
     if hasattr(mask, "detach") and hasattr(mask, "cpu"):  # a torch tensor
         mask = mask.detach().cpu().numpy()
     return xp.asarray(mask)

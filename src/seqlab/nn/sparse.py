@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from seqlab import creation
+from seqlab import backend, creation
 from seqlab import functional as F
 from seqlab.nn import init
 from seqlab.nn.module import Module, Parameter
@@ -35,12 +35,12 @@ class Embedding(Module):
         arr = embeddings.data if isinstance(embeddings, Tensor) else embeddings
         if hasattr(arr, "detach"):  # a torch tensor
             arr = arr.detach().cpu().numpy()
-        if not hasattr(arr, "__cuda_array_interface__"):
+        if backend.xp_of(arr) is np:
             arr = np.asarray(arr)
         if len(arr.shape) != 2:
             raise ValueError(f"embeddings must be 2-D (num_embeddings, embedding_dim), got shape {tuple(arr.shape)}")
         emb = cls(arr.shape[0], arr.shape[1], padding_idx=padding_idx, dtype=arr.dtype)
-        emb.weight.data[...] = arr
+        emb.weight.data[...] = backend.to_device(arr, emb.weight.device)  # CuPy fills only from its own arrays
         emb.weight.requires_grad = not freeze
         return emb
 

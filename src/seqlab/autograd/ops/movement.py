@@ -90,6 +90,7 @@ class Gather(Function):
     def backward(self, grad):
         xp = xp_of(grad)
         # full coordinates: `index` along dim, the position itself along every other axis
-        coords = list(xp.indices(self.index.shape, sparse=True))
+        nd = self.index.ndim  # an open mesh, as np.indices(sparse=True) (which CuPy's indices lacks)
+        coords = [xp.arange(n).reshape((1,) * d + (n,) + (1,) * (nd - d - 1)) for d, n in enumerate(self.index.shape)]
         coords[self.dim] = self.index
         return IndexGrad(self.shape, tuple(coords), grad, basic=False), None
