@@ -10,8 +10,9 @@ the arithmetic with NumPy underneath (so results match the CPU's to rounding).
 
 What it copies from CuPy (https://docs.cupy.dev/en/stable/reference/ndarray.html):
 - no implicit conversion either way: `np.asarray(device_array)` raises, and a
-  NumPy array of one or more dimensions given to a device function, operator
-  or ufunc raises ("Unsupported type"); Python and NumPy scalars are fine;
+  NumPy array given to a device function, operator or ufunc raises
+  ("Unsupported type"; a 0-d one too, which CuPy may take as a scalar: seqlab
+  never passes one); Python and NumPy scalars are fine;
 - NumPy's functions called on device arrays dispatch to the device module
   (NEP 13/18), as CuPy's `__array_ufunc__` / `__array_function__` do;
 - reductions and single elements are 0-d device arrays, not host scalars;
@@ -43,10 +44,10 @@ _REFUSE = ("Implicit conversion to a NumPy array is not allowed. "
 
 
 def _dev(x):
-    """The NumPy array behind a device argument; host arrays with dimensions are refused."""
+    """The NumPy array behind a device argument; host arrays are refused."""
     if isinstance(x, ndarray):
         return x._a
-    if isinstance(x, np.ndarray) and x.ndim > 0:
+    if isinstance(x, np.ndarray):
         raise TypeError(f"Unsupported type {type(x)}")
     if isinstance(x, (list, tuple)):
         return type(x)(_dev(v) for v in x)
