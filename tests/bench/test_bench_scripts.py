@@ -47,6 +47,8 @@ BAD_ARGUMENTS = [  # (script, arguments, words the message must contain): exit c
     ("shakespeare_train.py", ["--json", MISSING + "/out.json"], ["--json"]),
     ("step_time.py", ["gpt-train", "--steps", "0"], ["--steps"]),
     ("step_time.py", ["no-such-benchmark"], ["no-such-benchmark"]),
+    ("gemm_in_step.py", ["gpt-train", "--steps", "0"], ["--steps"]),
+    ("gemm_in_step.py", ["bert-infer"], ["bert-infer"]),
     ("kv_cache.py", ["--repeats", "0"], ["--repeats"]),
     ("kv_cache.py", ["--n-embd", "100", "--n-head", "3"], ["--n-embd", "--n-head"]),
     ("kv_cache.py", ["--n-layer", "0"], ["--n-layer"]),
@@ -116,7 +118,20 @@ def test_the_scripts_are_all_covered():
     """A new script in benchmarks/ gets its --help checked above; this keeps the list of known ones honest."""
     assert {"ops.py", "distributed.py", "shakespeare_train.py", "step_time.py", "kv_cache.py",
             "elementwise_threads.py", "gemm.py", "bert_infer.py", "engine_ab.py", "row_kernels.py",
-            "blas_spin.py", "attention_products.py"} <= set(SCRIPTS)
+            "blas_spin.py", "attention_products.py", "gemm_in_step.py"} <= set(SCRIPTS)
+
+
+def test_gemm_in_step_splits_the_step_into_products_and_the_rest():
+    """One gpt-train step: its products timed where they run and again alone; the parts add up to the step."""
+    proc = run_script("gemm_in_step.py", "gpt-train", "--steps", "2", "--warmup", "1", "--detail")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    step = float(out.split("seqlab step ")[1].split(" ms")[0])
+    inside = float(out.split("products inside the step ")[1].split(" ms")[0])
+    rest = float(out.split("the rest of the step ")[1].split(" ms")[0])
+    assert 0 < inside < step and abs(step - inside - rest) < 0.15, out
+    rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert rows and sum(int(r[3]) for r in rows) == int(out.split("(")[1].split(" products")[0]), out
 
 
 def test_attention_products_times_the_six_products_and_agrees_with_torch():
