@@ -470,3 +470,12 @@ def test_host_masks_labels_and_tables_for_models_on_the_device(cuda):
     assert emb.weight.device == "cuda" and host(emb(np.array([2]))).tolist() == [[0.0, 0.0, 1.0, 0.0]]
     picked = seqlab.where(np.array([[True, False, True]] * 2), t, t * 2)
     assert picked.device == "cuda" and host(picked).sum() == 8.0
+
+
+def test_version_line_names_cupy_and_its_gpus(stand_in, cli, monkeypatch):
+    code, out, _ = cli("--version")
+    assert code == 0 and out.strip().endswith("; device cuda: CuPy 0.0-fake on 1 GPU)")
+    monkeypatch.setattr(backend, "_CUDA_OK", False)  # CuPy installed, no usable GPU
+    assert cli("--version")[1].strip().endswith("; device cuda: CuPy 0.0-fake, no GPU it can use)")
+    monkeypatch.setattr(backend, "_cupy", None)  # no CuPy: the line says nothing of a GPU
+    assert "cuda" not in cli("--version")[1]

@@ -31,6 +31,17 @@ def cuda_available() -> bool:
     return _CUDA_OK
 
 
+def describe() -> str | None:
+    """"CuPy 13.3.0 on 1 GPU", "CuPy 13.3.0, no GPU it can use", or None without CuPy (`seqlab --version`)."""
+    if _cupy is None:
+        return None
+    version = getattr(_cupy, "__version__", "?")
+    if not _CUDA_OK:
+        return f"CuPy {version}, no GPU it can use"
+    n = _cupy.cuda.runtime.getDeviceCount()
+    return f"CuPy {version} on {n} GPU{'s' if n != 1 else ''}"
+
+
 def get_xp(device: str | None = None):
     """The array module for `device` ("cpu" or "cuda"; default: the active one)."""
     device = device or _DEVICE

@@ -63,20 +63,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def version_line() -> str:
     """'seqlab 0.1.0 (Python 3.11.7, NumPy 2.4.6 on libscipy_openblas... (OpenBLAS 0.3.31, SkylakeX kernels);
-    products on MKL 2026.2 (...); row kernels on Numba 0.68.1)'."""
+    products on MKL 2026.2 (...); row kernels on Numba 0.68.1[; device cuda: CuPy 13.3.0 on 1 GPU])'."""
     import platform
 
     import numpy as np
 
     import seqlab
-    from seqlab import kernels, mkl
+    from seqlab import backend, kernels, mkl
     from seqlab.blas import loaded_blas_libraries, openblas_kernels
 
     blas = [Path(p).name for p in loaded_blas_libraries()]  # NumPy's own first (MKL only if NumPy is built on it)
     chosen = openblas_kernels()  # "OpenBLAS 0.3.31, SkylakeX kernels"
+    gpu = backend.describe()  # only where CuPy is installed
     return (f"seqlab {seqlab.__version__} (Python {platform.python_version()}, NumPy {np.__version__}"
             f"{' on ' + blas[0] if blas else ''}{f' ({chosen})' if chosen else ''}; products on {mkl.describe()}; "
-            f"row kernels on {kernels.describe()})")
+            f"row kernels on {kernels.describe()}{f'; device cuda: {gpu}' if gpu else ''})")
 
 
 def main(argv: list[str] | None = None) -> int:
