@@ -428,7 +428,8 @@ def test_pretrained_minilm_on_the_device(cuda):
     expected = cpu(ids, attention_mask=mask).last_hidden_state.numpy()
     got = dev(on(ids, "cuda"), attention_mask=mask).last_hidden_state
     assert got.device == "cuda"
-    np.testing.assert_allclose(host(got), expected, rtol=1e-4, atol=2e-5)
+    # a GPU sums in another order: loose, yet far below what a bug does
+    np.testing.assert_allclose(host(got), expected, rtol=1e-4, atol=1e-4)
 
 
 def test_sentence_embeddings_with_the_encoder_on_the_device(cuda):
@@ -441,7 +442,7 @@ def test_sentence_embeddings_with_the_encoder_on_the_device(cuda):
     enc.model.to("cuda")
     got = enc.encode(sentences)
     assert isinstance(got, np.ndarray)
-    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=2e-5)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)  # loose for a GPU, as above
 
 
 def test_host_masks_labels_and_tables_for_models_on_the_device(cuda):
