@@ -66,6 +66,11 @@ def device_of(array: Any) -> str:
     return "cuda" if xp_of(array) is not np else "cpu"
 
 
+def device_of_module(xp) -> str:
+    """The device whose arrays the array module `xp` makes: "cpu" for NumPy, else "cuda"."""
+    return "cpu" if xp is np else "cuda"
+
+
 def to_device(array: Any, device: str):
     """Move an array to `device` (a no-op when it is already there)."""
     if device == "cpu":

@@ -88,8 +88,7 @@ def where(condition, x, y) -> Tensor:
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):
         return Tensor(backend.xp_of(cond).where(cond, x, y))
     ref = x if isinstance(x, Tensor) else y
-    if backend.device_of(cond) != ref.device:  # a host condition for GPU tensors (or back)
-        cond = backend.to_device(cond if hasattr(cond, "shape") else np.asarray(cond), ref.device)
+    cond = backend.to_device(cond, ref.device)  # a host condition for GPU tensors: copied there
     xa = x if isinstance(x, Tensor) else ref._other(x)
     ya = y if isinstance(y, Tensor) else ref._other(y)
     return E.Where.apply(cond, xa, ya)

@@ -37,8 +37,8 @@ SIMILARITY_EXAMPLE = (
 def mean_pool(last_hidden_state, attention_mask) -> Tensor:
     """Σ_t m_t h_t / Σ_t m_t: (B, T, C) and mask (B, T) (1 = real token) -> (B, C). Differentiable."""
     h = last_hidden_state if isinstance(last_hidden_state, Tensor) else Tensor(last_hidden_state)
-    m = attention_mask.data if isinstance(attention_mask, Tensor) else attention_mask
-    m = backend.to_device(m if backend.xp_of(m) is not np else np.asarray(m), h.device)  # on h's device
+    m = backend.to_device(attention_mask.data if isinstance(attention_mask, Tensor) else attention_mask,
+                          h.device)  # a host mask copied to h's device
     if m.shape != h.shape[:2]:
         raise ValueError(f"attention_mask has shape {m.shape} but the hidden states {h.shape}")
     m = m.astype(h.dtype)[:, :, None]                                        # (B, T, 1)

@@ -19,16 +19,6 @@ def _t(x) -> Tensor:
     return x if isinstance(x, Tensor) else Tensor(x)
 
 
-def _on_device_of(arr, t: Tensor):
-    """`arr` (token ids, class targets, masks: usually made on the host) on the device of tensor `t`,
-    copied there when it is elsewhere, so a model on the GPU takes the host inputs a CPU model does."""
-    if not hasattr(arr, "dtype"):
-        arr = np.asarray(arr)
-    if backend.xp_of(arr) is backend.xp_of(t.data):
-        return arr
-    return backend.to_device(arr, t.device)
-
-
 # ---- activations (the chapter's 7.1.2) -------------------------------------
 def sigmoid(x: Tensor) -> Tensor:
     """σ(x) = 1 / (1 + e^−x), stable for any x (no clipping needed)."""
@@ -105,7 +95,7 @@ def rms_norm(x: Tensor, weight: Tensor | None, eps: float = 1e-6) -> Tensor:
 def embedding(ids, weight: Tensor, padding_idx: int | None = None) -> Tensor:
     """Rows of `weight` (num_embeddings, dim) for integer `ids` of any shape; ids on another device
     than the weight are copied to the weight's (token ids usually start on the host)."""
-    ids_arr = _on_device_of(_arr(ids), weight)
+    ids_arr = backend.to_device(_arr(ids), weight.device)
     if ids_arr.dtype.kind not in "iu":
         raise TypeError(f"embedding ids must be integers, got dtype {ids_arr.dtype}")
     n = weight.shape[0]
@@ -206,7 +196,7 @@ def cross_entropy(logits: Tensor, target, ignore_index: int = -100, label_smooth
                   reduction: str = "mean") -> Tensor:
     """Softmax cross-entropy, torch layout: logits (N, C) or (N, C, d1, ...), target (N) or (N, d1, ...)."""
     logits = _t(logits)
-    tgt = _on_device_of(_arr(target), logits)
+    tgt = backend.to_device(_arr(target), logits.device)  # host targets for a GPU model: copied there
     if tgt.dtype.kind not in "iu":
         raise TypeError(f"cross_entropy target must hold class indices (integers), got dtype {tgt.dtype}")
     if reduction not in ("mean", "sum", "none"):
@@ -246,7 +236,7 @@ def nll_loss(log_probs: Tensor, target, ignore_index: int = -100, reduction: str
     'mean' divides by the number of targets that are not `ignore_index` (NaN when there are none, as torch).
     """
     lp = _t(log_probs)
-    tgt = _on_device_of(_arr(target), lp)
+    tgt = backend.to_device(_arr(target), lp.device)
     if tgt.dtype.kind not in "iu":
         raise TypeError(f"nll_loss target must hold class indices (integers), got dtype {tgt.dtype}")
     if reduction not in ("mean", "sum", "none"):
@@ -278,7 +268,7 @@ def binary_cross_entropy_with_logits(logits: Tensor, target, reduction: str = "m
     With `pos_weight` (torch's): (1 − y)·x − (1 + (pw − 1)·y)·log σ(x).
     """
     x = _t(logits)
-    y = target if isinstance(target, Tensor) else Tensor(_on_device_of(_arr(target), x).astype(x.dtype, copy=False))
+    y = target if isinstance(target, Tensor) else Tensor(backend.to_device(_arr(target), x.device).astype(x.dtype))
     if tuple(y.shape) != tuple(x.shape):
         raise ValueError(f"target shape {tuple(y.shape)} must equal the logits' shape {tuple(x.shape)}")
     log_sig = logsigmoid(x)
@@ -286,7 +276,7 @@ def binary_cross_entropy_with_logits(logits: Tensor, target, reduction: str = "m
         loss = (1 - y) * x - log_sig
     else:
         pw = pos_weight if isinstance(pos_weight, Tensor) else \
-            Tensor(_on_device_of(_arr(pos_weight), x).astype(x.dtype, copy=False))
+            Tensor(backend.to_device(_arr(pos_weight), x.device).astype(x.dtype))
         loss = (1 - y) * x - (y * (pw - 1) + 1) * log_sig
     return _reduce(loss, reduction)
 
@@ -301,8 +291,7 @@ def _mask_parts(attn_mask, is_causal, tq, tk, xp, dtype):
             m = m.data
         if isinstance(m, Tensor):
             bias = m if m.dtype == dtype else m.astype(dtype)
-            if backend.xp_of(bias.data) is not xp:  # a bias made on the host, scores on the GPU (or back)
-                bias = bias.to("cpu" if xp is np else "cuda")
+            bias = bias.to(backend.device_of_module(xp))  # a bias made on the host, scores on the GPU
         elif getattr(m, "dtype", None) == bool:
             block = ~xp.asarray(m)  # a NumPy mask moves to the GPU with CuPy (a no-op otherwise)
         else:

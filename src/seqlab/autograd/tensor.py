@@ -310,8 +310,7 @@ class Tensor:
             m = np.asarray(m)
         if m.dtype != bool:
             raise TypeError(f"masked_fill expects a bool mask, got dtype {m.dtype}")
-        if backend.xp_of(m) is not backend.xp_of(self.data):  # a host mask for a GPU tensor (or back)
-            m = backend.to_device(m, self.device)
+        m = backend.to_device(m, self.device)  # a host mask for a GPU tensor: copied there
         if isinstance(value, Tensor):
             value = value.item()
         return E.MaskedFill.apply(self, m, value)
@@ -566,9 +565,7 @@ def _index_arrays(index, device: str):
     to the GPU for a GPU tensor, whose gradient adds into them there)."""
     def one(i):
         i = i.data if isinstance(i, Tensor) else (np.asarray(i) if isinstance(i, list) else i)
-        if getattr(i, "ndim", 0) and backend.device_of(i) != device:
-            i = backend.to_device(i, device)
-        return i
+        return backend.to_device(i, device) if getattr(i, "ndim", 0) else i
 
     return tuple(one(i) for i in index) if isinstance(index, tuple) else one(index)
 

@@ -14,6 +14,7 @@ import numpy as np
 from seqlab import backend
 from seqlab import functional as F
 from seqlab.autograd.tensor import Tensor
+from seqlab.models._common import as_array
 
 
 @dataclass
@@ -83,8 +84,7 @@ class Seq2SeqLMOutput(ModelOutput):
 
 def classification_loss(logits: Tensor, labels, problem_type: str | None) -> Tensor:
     """transformers' rule: one label -> MSE; integer labels -> cross-entropy; float multi-hot -> BCE."""
-    lab = labels.data if isinstance(labels, Tensor) else labels
-    lab = lab if backend.xp_of(lab) is not np else np.asarray(lab)  # NumPy's or CuPy's, on its device
+    lab = as_array(labels)  # NumPy's or CuPy's, on its device
     n = logits.shape[-1]
     if problem_type is None:
         problem_type = ("regression" if n == 1 else

@@ -31,10 +31,9 @@ def as_mask_array(mask, xp):
         return None
     if isinstance(mask, Tensor):
         mask = mask.data
-        return mask if backend.xp_of(mask) is xp else (backend.to_numpy(mask) if xp is np else xp.asarray(mask))
-    if hasattr(mask, "detach") and hasattr(mask, "cpu"):  # a torch tensor
+    elif hasattr(mask, "detach") and hasattr(mask, "cpu"):  # a torch tensor
         mask = mask.detach().cpu().numpy()
-    return xp.asarray(mask)
+    return backend.to_device(mask, backend.device_of_module(xp))  # a host mask copied to the GPU, or back
 
 
 def causal_block(L: int, S: int, xp=np) -> np.ndarray:

@@ -68,8 +68,7 @@ def _is_causal_mask(mask, size: int) -> bool:
     """torch's _detect_is_causal_mask: True when `mask` equals the square subsequent mask."""
     if mask is None:
         return False
-    m = backend.to_numpy(mask.data if isinstance(mask, Tensor) else mask) if not hasattr(mask, "detach") \
-        else as_mask_array(mask, np)
+    m = as_mask_array(mask, np)  # on the host, from any device
     if m.shape != (size, size):
         return False
     causal = np.triu(np.ones((size, size), dtype=bool), k=1)

@@ -50,7 +50,7 @@ def _layer_array(layer: Any, index: int, name: str) -> np.ndarray:
     squeezed."""
     from seqlab import backend
 
-    a = np.asarray(backend.to_numpy(layer) if backend.xp_of(layer) is not np else layer, dtype=np.float64)
+    a = np.asarray(backend.to_numpy(layer), dtype=np.float64)
     if a.ndim == 4:
         if a.shape[0] != 1:
             raise VizError(f"{name}[{index}] has shape {_fmt_shape(a.shape)}: a batch of {a.shape[0]} examples; "
