@@ -14,7 +14,7 @@ import torch
 
 import seqlab
 import seqlab.functional as F
-from seqlab import kernels
+from seqlab import kernels, mkl
 from seqlab.autograd.ops import fused
 from seqlab.errors import ConfigError
 
@@ -397,12 +397,13 @@ def test_the_parallel_threshold_goes_by_numbas_layer_unless_set(on, monkeypatch)
     a parallel twin is taken only at or above it (two threads asked for)."""
     from seqlab import _numba_kernels as compiled
 
-    assert kernels._parallel_layer() == "omp" and kernels.min_parallel() == 1 << 15  # GNU OpenMP, the default
-    def tbb():
-        return "tbb"
-    tbb.cache_clear = lambda: None  # as the cached function's (kernels.use clears it)
-    monkeypatch.setattr(kernels, "_parallel_layer", tbb)
-    assert kernels.min_parallel() == 1 << 19
+    assert kernels.min_parallel() == {"omp": 1 << 15, "tbb": 1 << 19}[kernels._parallel_layer()]
+    for layer, least in (("omp", 1 << 15), ("tbb", 1 << 19)):
+        def pool(_layer=layer):
+            return _layer
+        pool.cache_clear = lambda: None  # as the cached function's (kernels.use clears it)
+        monkeypatch.setattr(kernels, "_parallel_layer", pool)
+        assert kernels.min_parallel() == least
     monkeypatch.setattr(kernels, "MIN_PARALLEL", 1000)
     assert kernels.min_parallel() == 1000
     kernels.set_threads(2)
@@ -563,25 +564,42 @@ print(os.waitpid(pid, 0)[1])
 """
 
 
-@pytest.mark.parametrize("layer", ["", "tbb"], ids=["default", "tbb"])
+@pytest.mark.parametrize("layer", ["omp", "tbb"])
 def test_a_forked_child_runs_the_kernels_on_one_thread_unless_the_pool_is_tbb(layer):
-    """The parent runs a parallel kernel, forks, and the child runs it again and gets the same values. On the
-    default GNU OpenMP pool the child runs it on one thread: Numba stops a forked child that uses that pool
-    (SIGTERM, 15, as the child's status). TBB's pool survives the fork and the child keeps it."""
-    env = {"SEQLAB_KERNELS": "numba", **({"NUMBA_THREADING_LAYER": layer} if layer else {})}
-    proc = _python(_FORK, **env)
-    assert proc.returncode == 0 and proc.stdout.split() == [layer or "omp", "0"], (proc.stdout, proc.stderr[-2000:])
+    """The parent runs a parallel kernel, forks, and the child runs it again and gets the same values. On
+    GNU OpenMP's pool (the default beside MKL) the child runs it on one thread: Numba stops a forked child
+    that uses that pool (SIGTERM, 15, as the child's status). TBB's pool survives the fork and the child
+    keeps it."""
+    proc = _python(_FORK, SEQLAB_KERNELS="numba", NUMBA_THREADING_LAYER=layer)
+    assert proc.returncode == 0 and proc.stdout.split() == [layer, "0"], (proc.stdout, proc.stderr[-2000:])
 
 
-def test_without_openmp_the_pool_is_tbb():
-    """Where Numba's OpenMP pool does not load (no libgomp; macOS without Intel's OpenMP), TBB's is used."""
-    code = """
-import sys; sys.modules["numba.np.ufunc.omppool"] = None  # its import now fails, as without libgomp
+_POOL = """
+import sys
+for blocked in sys.argv[1:]:  # the pool's module fails to import, as without its library (libgomp, libtbb)
+    sys.modules["numba.np.ufunc." + blocked] = None
 from seqlab import kernels
 print(kernels._parallel_layer(), kernels.min_parallel(), kernels.describe().split(", ")[1])
 """
-    proc = _python(code, SEQLAB_KERNELS="numba")
-    assert proc.returncode == 0 and proc.stdout.split() == ["tbb", str(1 << 19), "TBB", "pool"], proc.stderr[-2000:]
+
+_MKL_MISSING = pytest.mark.skipif(
+    mkl.mkl_path() is None, reason="the mkl package is not installed")
+
+
+@pytest.mark.parametrize("blas, blocked, want", [
+    ("numpy", (), "tbb 524288 TBB pool"),
+    ("numpy", ("tbbpool",), "None 524288 one thread"),  # never GNU OpenMP beside OpenBLAS's spinning threads
+    pytest.param("mkl", (), "omp 32768 OpenMP pool", marks=_MKL_MISSING),
+    pytest.param("mkl", ("omppool",), "tbb 524288 TBB pool", marks=_MKL_MISSING),
+], ids=["openblas", "openblas-without-tbb", "mkl", "mkl-without-openmp"])
+def test_the_default_pool_goes_by_where_the_products_go(blas, blocked, want):
+    """With no NUMBA_THREADING_LAYER set: beside MKL GNU OpenMP's pool (faster there), else TBB's; beside
+    NumPy's OpenBLAS TBB's, else one thread (GNU OpenMP's workers and OpenBLAS's took turns on two cores
+    there, 9x slower: docs/results.md)."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_THREADING_LAYER"}
+    proc = subprocess.run([sys.executable, "-c", _POOL, *blocked], capture_output=True, text=True, timeout=300,
+                          env={**env, "SEQLAB_KERNELS": "numba", "SEQLAB_BLAS": blas})
+    assert proc.returncode == 0 and proc.stdout.split() == want.split(), (proc.stdout, proc.stderr[-2000:])
 
 
 def test_without_a_thread_safe_pool_the_kernels_run_on_one_thread():

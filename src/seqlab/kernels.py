@@ -20,12 +20,15 @@ On more than one thread (`seqlab.blas.set_blas_threads`, ``--threads``, or
 NumPy's BLAS count by default) arrays of `min_parallel()` values or more go to
 the kernels' parallel twins, which give the same values bitwise; a model's
 residual adds and Linear's bias go to twins of their own there (`add`,
-`add_rows`; on one thread NumPy's loops are as fast). They run on
-Numba's OpenMP pool where it loads (GNU OpenMP on Linux), else on its TBB pool
-(the `tbb` package, which `seqlab[numba]` installs on Linux x86-64), else on
-one thread: on two threads of the Xeon in docs/results.md every benchmark was
-7-12% faster on OpenMP than on TBB. Both are safe to call from several
-threads. GNU OpenMP's pool does not survive a ``fork`` (Numba stops a child
+`add_rows`; on one thread NumPy's loops are as fast). Where the
+products go to MKL (`seqlab.mkl`) they run on Numba's OpenMP pool where it
+loads (GNU OpenMP on Linux), else on its TBB pool (the `tbb` package, which
+`seqlab[numba]` installs on Linux x86-64): on two threads of the Xeon in
+docs/results.md every benchmark was 7-12% faster on OpenMP than on TBB.
+Beside NumPy's OpenBLAS they run on TBB's pool, else on one thread: there
+GNU OpenMP's spinning workers and OpenBLAS's take turns on the same cores,
+and on two threads of the AMD EPYC in docs/results.md gpt-train's step took
+9x as long as on TBB. Both pools are safe to call from several threads. GNU OpenMP's pool does not survive a ``fork`` (Numba stops a child
 that uses it), so in a child process made by ``fork`` the kernels run on one
 thread unless the pool is TBB. ``NUMBA_THREADING_LAYER`` set in the
 environment chooses the pool instead (``tbb``, ``omp``; ``workqueue``, not
@@ -61,11 +64,11 @@ __all__ = ["ACTIVATIONS", "adam", "add", "add_rows", "bias_act_dropout", "bias_a
 _CHOICES = ("auto", "numpy", "numba")
 _FLOAT32 = np.dtype(np.float32)
 # below this many values the parallel twins are not used; None: by Numba's threading layer, 2^15 on
-# OpenMP (the default) and 2^19 on TBB. Inside a model, between MKL's threaded products, twins on TBB
-# lost time below ~5·10^5 values (gpt-train on two threads, arrays of 98,304-393,216 values, was faster
-# with them serial) while on OpenMP they gained from 2^15 (the same gpt-train 8-9% faster there with
-# 2^15 than with 2^19); bert-infer and encoder-train (524,288 values and more) read the same either way
-# (docs/results.md, 2026-12-03). An int set here holds on every layer.
+# OpenMP (the default beside MKL) and 2^19 on TBB (the default beside OpenBLAS). Inside a model, between
+# MKL's threaded products, twins on TBB lost time below ~5·10^5 values (gpt-train on two threads, arrays
+# of 98,304-393,216 values, was faster with them serial) while on OpenMP they gained from 2^15 (the same
+# gpt-train 8-9% faster there with 2^15 than with 2^19); bert-infer and encoder-train (524,288 values and
+# more) read the same either way (docs/results.md, 2026-12-03). An int set here holds on every layer.
 MIN_PARALLEL: int | None = None
 # a model's residual adds and Linear's bias on the parallel twins (`add`, `add_rows`); False: NumPy's loops,
 # one thread (engine_ab.py's switch "sums")
@@ -174,19 +177,35 @@ def _parallel_layer() -> str | None:
         except Exception:  # noqa: BLE001 - Numba's ValueError "No threading layer could be loaded", or similar
             return False
 
-    _load_tbb()  # for a TBB pool, the user's or the fallback
+    _load_tbb()  # for a TBB pool, the user's or the default
     if os.environ.get("NUMBA_THREADING_LAYER"):  # the user's choice stands
         started = start()
-    else:  # OpenMP, faster between MKL's threaded products (docs/results.md); else TBB
-        numba.config.THREADING_LAYER = "omp"
-        started = start()
-        if not started:
-            numba.config.THREADING_LAYER = "safe"  # TBB, safe from several threads and after a fork
-            started = start()
+    else:
+        started = False
+        for layer in _default_layers():
+            numba.config.THREADING_LAYER = layer
+            if start():
+                started = True
+                break
     if not started:
         return None
     layer = numba.threading_layer()
     return None if layer == "workqueue" else layer
+
+
+def _default_layers() -> tuple[str, ...]:
+    """The pools to try, in order, when NUMBA_THREADING_LAYER is not set: by where the products go.
+
+    Beside MKL's threads, GNU OpenMP's pool ("omp"), then TBB's ("safe": thread- and fork-safe, which is
+    TBB): on two threads of the Xeon in docs/results.md every benchmark was 7-12% faster on it. Beside
+    NumPy's OpenBLAS, TBB's alone: after each parallel region GNU OpenMP's workers spin on the cores
+    OpenBLAS's own workers spin on after each product (neither yields soon), and on two threads of the
+    AMD EPYC there gpt-train's step took 336 ms instead of 37 (docs/results.md, 2026-12-04); without TBB
+    the kernels run on one thread there.
+    """
+    from seqlab import mkl  # the products' library, chosen by SEQLAB_BLAS and the CPU
+
+    return ("omp", "safe") if mkl.library() == "mkl" else ("safe",)
 
 
 def _twin(k, name: str, size: int):
