@@ -86,3 +86,26 @@ def test_step_time_script_times_seqlabs_step_and_names_the_code_it_ran(tmp_path)
     proc = subprocess.run([sys.executable, str(script), "gpt-train", "--steps", "0"], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2 and "--steps must be >= 1" in proc.stderr
+    proc = subprocess.run([sys.executable, str(script), "gpt-train", "--threads", "0"], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and "--threads must be >= 1, got 0" in proc.stderr
+
+
+def test_step_time_script_on_two_threads_times_wall_time_and_names_the_pool():
+    """--threads 2: wall time (CPU time would count the threads' spinning), and the kernels' pool named, as
+    the pools can only be compared in separate processes (NUMBA_THREADING_LAYER)."""
+    import pathlib
+    import re
+    import subprocess
+
+    from seqlab import kernels
+
+    script = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "step_time.py"
+    proc = subprocess.run([sys.executable, str(script), "gpt-train", "--steps", "2", "--warmup", "0", "--threads",
+                           "2"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    m = re.fullmatch(r"gpt-train: median ([\d.]+) ms wall per step \(min ([\d.]+), max ([\d.]+); 2 steps, "
+                     r"2 threads, (.+); ([\d,]+) page faults a step; seqlab from (.+)\)\n", proc.stdout)
+    assert m, proc.stdout
+    assert 0 < float(m[2]) <= float(m[1]) <= float(m[3])
+    assert m[4] == kernels.describe()  # this process's pool, chosen by the same rule
