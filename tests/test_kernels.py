@@ -730,7 +730,8 @@ def test_use_and_the_environment_choose(monkeypatch):
     try:
         assert kernels.use("numpy") == "numpy" and kernels.describe() == "NumPy"
         assert kernels.use("numba") == "numba" and kernels.describe().startswith("Numba 0.")
-        assert kernels.describe().endswith(", OpenMP pool")  # the pool the parallel twins run on
+        pool = "OpenMP" if mkl.library() == "mkl" else "TBB"  # the parallel twins' pool, by the products' BLAS
+        assert kernels.describe().endswith(f", {pool} pool")
         with pytest.raises(ValueError, match="unknown kernel choice 'c'"):
             kernels.use("c")
         monkeypatch.setenv("SEQLAB_KERNELS", "numpy")
