@@ -28,7 +28,8 @@ docs/results.md every benchmark was 7-12% faster on OpenMP than on TBB.
 Beside NumPy's OpenBLAS they run on TBB's pool, else on one thread: there
 GNU OpenMP's spinning workers and OpenBLAS's take turns on the same cores,
 and on two threads of the AMD EPYC in docs/results.md gpt-train's step took
-9x as long as on TBB. Both pools are safe to call from several threads. GNU OpenMP's pool does not survive a ``fork`` (Numba stops a child
+9x as long as on TBB. Both pools are safe to call from several threads.
+GNU OpenMP's pool does not survive a ``fork`` (Numba stops a child
 that uses it), so in a child process made by ``fork`` the kernels run on one
 thread unless the pool is TBB. ``NUMBA_THREADING_LAYER`` set in the
 environment chooses the pool instead (``tbb``, ``omp``; ``workqueue``, not
@@ -180,12 +181,12 @@ def _parallel_layer() -> str | None:
     _load_tbb()  # for a TBB pool, the user's or the default
     if os.environ.get("NUMBA_THREADING_LAYER"):  # the user's choice stands
         started = start()
-    else:
+    else:  # by where the products go
         started = False
         for layer in _default_layers():
             numba.config.THREADING_LAYER = layer
-            if start():
-                started = True
+            started = start()
+            if started:
                 break
     if not started:
         return None
@@ -200,7 +201,7 @@ def _default_layers() -> tuple[str, ...]:
     TBB): on two threads of the Xeon in docs/results.md every benchmark was 7-12% faster on it. Beside
     NumPy's OpenBLAS, TBB's alone: after each parallel region GNU OpenMP's workers spin on the cores
     OpenBLAS's own workers spin on after each product (neither yields soon), and on two threads of the
-    AMD EPYC there gpt-train's step took 336 ms instead of 37 (docs/results.md, 2026-12-04); without TBB
+    AMD EPYC there gpt-train's step took 338-401 ms instead of 40-41 (docs/results.md, 2026-12-04); without TBB
     the kernels run on one thread there.
     """
     from seqlab import mkl  # the products' library, chosen by SEQLAB_BLAS and the CPU
