@@ -543,9 +543,11 @@ def test_set_blas_threads_sets_the_kernels_count_too():
         kernels.set_threads(None)
 
 
-def _python(code: str, **env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **env})
+def _python(code: str, *args: str, **env) -> subprocess.CompletedProcess:
+    """`code` in a fresh Python with `args` as sys.argv[1:]; `env` added to this environment (None: removed)."""
+    merged = {**os.environ, **env}
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in merged.items() if v is not None})
 
 
 _FORK = """
@@ -582,8 +584,7 @@ from seqlab import kernels
 print(kernels._parallel_layer(), kernels.min_parallel(), kernels.describe().split(", ")[1])
 """
 
-_MKL_MISSING = pytest.mark.skipif(
-    mkl.mkl_path() is None, reason="the mkl package is not installed")
+_MKL_MISSING = pytest.mark.skipif(mkl.mkl_path() is None, reason="the mkl package is not installed")
 
 
 @pytest.mark.parametrize("blas, blocked, want", [
@@ -596,9 +597,7 @@ def test_the_default_pool_goes_by_where_the_products_go(blas, blocked, want):
     """With no NUMBA_THREADING_LAYER set: beside MKL GNU OpenMP's pool (faster there), else TBB's; beside
     NumPy's OpenBLAS TBB's, else one thread (GNU OpenMP's workers and OpenBLAS's took turns on two cores
     there, 9x slower: docs/results.md)."""
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_THREADING_LAYER"}
-    proc = subprocess.run([sys.executable, "-c", _POOL, *blocked], capture_output=True, text=True, timeout=300,
-                          env={**env, "SEQLAB_KERNELS": "numba", "SEQLAB_BLAS": blas})
+    proc = _python(_POOL, *blocked, SEQLAB_KERNELS="numba", SEQLAB_BLAS=blas, NUMBA_THREADING_LAYER=None)
     assert proc.returncode == 0 and proc.stdout.split() == want.split(), (proc.stdout, proc.stderr[-2000:])
 
 
