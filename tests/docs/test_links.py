@@ -41,6 +41,12 @@ def test_slug_follows_githubs_rule():
     assert slug("7.2 注意力机制") == "72-注意力机制"
 
 
+def test_anchors_number_repeated_headings_and_skip_code(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text("# Title\n\n## Runs\n\n```bash\n# not a heading\n```\n\n## Runs\n\n### A `code` name, too\n")
+    assert anchors(page) == {"title", "runs", "runs-1", "a-code-name-too"}
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_relative_links_and_anchors_resolve(page):
     text = FENCE.sub("", page.read_text(encoding="utf-8"))
