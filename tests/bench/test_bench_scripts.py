@@ -48,7 +48,7 @@ BAD_ARGUMENTS = [  # (script, arguments, words the message must contain): exit c
     ("step_time.py", ["gpt-train", "--steps", "0"], ["--steps"]),
     ("step_time.py", ["no-such-benchmark"], ["no-such-benchmark"]),
     ("gemm_in_step.py", ["gpt-train", "--steps", "0"], ["--steps"]),
-    ("gemm_in_step.py", ["bert-infer"], ["bert-infer"]),
+    ("gemm_in_step.py", ["gpt-generate"], ["gpt-generate"]),
     ("kv_cache.py", ["--repeats", "0"], ["--repeats"]),
     ("kv_cache.py", ["--n-embd", "100", "--n-head", "3"], ["--n-embd", "--n-head"]),
     ("kv_cache.py", ["--n-layer", "0"], ["--n-layer"]),
@@ -68,6 +68,7 @@ BAD_ARGUMENTS = [  # (script, arguments, words the message must contain): exit c
 RUNTIME_ERRORS = [  # (script, arguments, words): exit code 1, one `error:` line
     ("step_time.py", ["bert-infer", "--steps", "1", "--data-dir", MISSING], [MISSING]),
     ("engine_ab.py", ["bert-infer", "--data-dir", MISSING], [MISSING]),
+    ("gemm_in_step.py", ["bert-infer", "--data-dir", MISSING], [MISSING]),
     ("distributed.py", ["--data-dir", MISSING], [MISSING]),
     ("shakespeare_train.py", ["--data-dir", MISSING], [MISSING, "tinyshakespeare"]),
 ]
