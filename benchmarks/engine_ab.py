@@ -37,7 +37,7 @@ from _cli import check_data_dir, fail, positive_int, run_main
 
 from seqlab import kernels, mkl
 from seqlab.bench.harness import set_threads
-from seqlab.bench.memory import MODULES
+from seqlab.bench.memory import MODULES, build
 from seqlab.nn import linear
 
 
@@ -132,8 +132,7 @@ def main(argv=None) -> None:
     finally:
         module_.use(None)
     set_threads(a.threads)
-    module = MODULES[a.name]
-    built = module.build(data_dir=a.data_dir) if a.name == "bert-infer" else module.build()
+    built = build(a.name, a.data_dir)
     sides = (off, on, "torch")
     steps = {off: built[0], on: built[0], "torch": built[1]}
     times: dict[str, list[float]] = {side: [] for side in sides}

@@ -61,11 +61,10 @@ def main(argv=None) -> None:
     from seqlab.autograd.ops import fused
     from seqlab.autograd.ops import matmul as matmul_ops
     from seqlab.bench.harness import set_threads
-    from seqlab.bench.memory import MODULES
+    from seqlab.bench.memory import build
 
     set_threads(a.threads)
-    module = MODULES[a.name]
-    seqlab_step, torch_step = (module.build(data_dir=a.data_dir) if a.name == "bert-infer" else module.build())[:2]
+    seqlab_step, torch_step = build(a.name, a.data_dir)[:2]
     original = mkl.matmul
     calls: list = []  # (layout of a, layout of b, alpha, seconds), while recording
 

@@ -29,7 +29,7 @@ from _cli import check_data_dir, run_main
 import seqlab
 from seqlab import kernels
 from seqlab.bench.harness import set_threads
-from seqlab.bench.memory import MODULES
+from seqlab.bench.memory import MODULES, build
 
 
 def main(argv=None) -> None:
@@ -49,8 +49,7 @@ def main(argv=None) -> None:
         check_data_dir(a.data_dir)
     set_threads(a.threads)
     clock, what = (time.process_time, "CPU") if a.threads == 1 else (time.perf_counter, "wall")
-    module = MODULES[a.name]
-    built = module.build(data_dir=a.data_dir) if a.name == "bert-infer" else module.build()
+    built = build(a.name, a.data_dir)
     step = built[0]  # (seqlab step, torch step, ...): only seqlab's is timed
     for _ in range(a.warmup):
         step()

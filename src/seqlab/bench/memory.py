@@ -35,6 +35,11 @@ import sys
 from seqlab.bench import bert_infer, encoder_train, gpt_generate, gpt_train
 
 MODULES = {m.NAME: m for m in (encoder_train, gpt_train, bert_infer, gpt_generate)}  # each: build() -> (seqlab fn, torch fn, ...)
+
+
+def build(name: str, data_dir=None) -> tuple:
+    """`MODULES[name].build()`: (seqlab step, torch step, ...); bert-infer reads its sentences from `data_dir`."""
+    return MODULES[name].build(data_dir=data_dir) if name == "bert-infer" else MODULES[name].build()
 SIDES = ("seqlab", "torch")
 
 
@@ -102,7 +107,7 @@ def measure(name: str, side: str, steps: int = 2, threads: int | None = None, da
         raise ValueError(f"memory: benchmark one of {', '.join(MODULES)} and side one of {', '.join(SIDES)}, "
                          f"got {name!r}, {side!r}")
     n = set_threads(threads)
-    built = MODULES[name].build(data_dir=data_dir) if name == "bert-infer" else MODULES[name].build()
+    built = build(name, data_dir)
     step = built[0] if side == "seqlab" else built[1]
     del built  # the step's closure holds its model and inputs; the other library's are freed before the baseline
     base = settled_rss_kb()
