@@ -77,3 +77,47 @@ def test_every_task_is_registered_with_a_config():
         assert issubclass(mod.Config, TrainConfig) and mod.Config().max_steps >= 1
     with pytest.raises(ConfigError, match="unknown task 'nope'; choose one of: toy-classifier"):
         get_task("nope")
+
+
+@pytest.mark.parametrize("task, key, value, words", [
+    ("sst2-transformer", "max_train_examples", "-5", "max_train_examples must be >= 0 (0 = all), got -5"),
+    ("sst2-transformer", "nhead", "0", "nhead must be >= 1, got 0"),
+    ("sst2-transformer", "pooling", "foo", "pooling must be one of mean, max, first, got 'foo'"),
+    ("sst2-transformer", "positional", "foo", "positional must be one of sinusoidal"),
+    ("sst2-transformer", "dropout", "2", "dropout must be in [0, 1], got 2.0"),
+    ("sst2-lstm", "max_dev_examples", "-3", "max_dev_examples must be >= 0"),
+    ("sst2-bert", "layer_lr_decay", "0", "layer_lr_decay must be in (0, 1] (1 = no decay), got 0.0"),
+    ("sst2-bert", "pooling", "max", "pooling must be one of mean, cls, got 'max'"),
+    ("shakespeare-gpt", "eval_iters", "0", "eval_iters must be >= 1, got 0"),
+    ("shakespeare-gpt", "temperature", "-1", "temperature must be > 0, got -1.0"),
+    ("shakespeare-gpt", "temperature", "0", "temperature must be > 0, got 0.0"),
+    ("shakespeare-gpt", "sample_chars", "-1", "sample_chars must be >= 0 (0 = no sample), got -1"),
+    ("shakespeare-gpt", "train_frac", "1.5", "train_frac must be in (0, 1), got 1.5"),
+    ("mlm-pretrain", "eval_batches", "0", "eval_batches must be >= 1, got 0"),
+    ("mlm-pretrain", "val_every_nth", "0", "val_every_nth must be >= 2 (every n-th line is held out), got 0"),
+    ("mlm-pretrain", "mask_prob", "0", "mask_prob must be in (0, 1], got 0.0"),
+    ("clm-pretrain", "max_len", "0", "max_len must be >= 2, got 0"),
+    ("toy-classifier", "n_dev", "0", "n_dev must be >= 1, got 0"),
+    ("toy-classifier", "seed", "-1", "seed must be >= 0, got -1"),
+    ("multi30k-rnn", "train_limit", "-1", "train_limit must be >= 0 (0 = all), got -1"),
+    ("multi30k-rnn", "beam_size", "0", "beam_size must be >= 1, got 0"),
+    ("multi30k-rnn", "cell", "rnn", "cell must be one of gru, lstm, got 'rnn'"),
+    ("multi30k-transformer", "num_encoder_layers", "0", "num_encoder_layers must be >= 1, got 0"),
+])
+def test_each_task_refuses_settings_outside_their_range_when_the_config_is_built(task, key, value, words):
+    """Before any data is read: `--print-config` and `--config` files are checked as `train` is."""
+    with pytest.raises(ConfigError) as e:
+        build_config(get_task(task).Config, ({key: value}, "--set"))
+    assert words in str(e.value)
+
+
+def test_every_bound_names_a_field_and_every_default_is_in_range():
+    from seqlab.train.config import check_settings
+
+    for name in TASKS:
+        cls = get_task(name).Config
+        fields = set(TrainConfig.__dataclass_fields__) | set(cls.__dataclass_fields__)
+        for base in cls.__mro__:
+            for key in {**vars(base).get("BOUNDS", {}), **vars(base).get("CHOICES", {})}:
+                assert key in fields, f"{name}: {key} is bounded but is not a setting"
+        check_settings(cls())  # the defaults themselves pass

@@ -74,3 +74,18 @@ def test_task_trains_evaluates_and_resumes(task, tmp_path):
     run = runs.load_run(out)  # rebuilt for inference from the run folder alone
     if run.task.predict is not None:
         assert run.task.predict(run.task.model, ["a fine film", "dull"]).shape == (2,)
+
+
+def test_a_failed_start_leaves_no_vocabulary_for_the_next_run(tmp_path):
+    """A start that fails after building its tokenizer (here: the model build) must not hand that
+    vocabulary, made for other settings, to the next run in the same folder."""
+    if not (DATA / "sst2" / "dev.tsv").is_file():
+        pytest.skip(f"shared datasets not found at {DATA} (set SEQLAB_DATA)")
+    out = tmp_path / "run"
+    small = {**QUICK, **CASES["sst2-transformer"][1], "max_steps": 1}
+    with pytest.raises(Exception):  # d_model 16 is not divisible by 3 heads: refused by the model
+        runs.train("sst2-transformer", out, [({**small, "vocab_size": 150, "nhead": 3}, "test")], data_dir=DATA)
+    runs.train("sst2-transformer", out, [(small, "test")], data_dir=DATA)
+    record = json.loads((out / "config.json").read_text())
+    assert record["config"]["vocab_size"] == 300
+    assert record["info"]["vocab_size"] > 150  # the 300-word vocabulary, not the 150 one the failed start built

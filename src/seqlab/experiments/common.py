@@ -16,7 +16,6 @@ go to stderr and never touch a random generator, so results are unchanged.
 """
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
@@ -72,6 +71,13 @@ class Setting:
             raise TypeError(f"setting {self.name!r} needs an explicit type")
         return type(self.default)
 
+    @property
+    def bound(self) -> Any:
+        """min / max as a `seqlab.train.config.Bound`."""
+        from seqlab.train.config import Bound
+
+        return Bound(self.min, self.max, self.open_min, self.open_max)
+
     def default_for(self, quick: bool) -> Any:
         return self.default if not quick or self.quick is SAME else self.quick
 
@@ -88,14 +94,7 @@ class Setting:
 
 
 def _bound_text(s: Setting) -> str:
-    lo, hi = s.min, s.max
-    if lo is not None and hi is not None:
-        return f"in {'(' if s.open_min else '['}{lo:g}, {hi:g}{')' if s.open_max else ']'}"
-    if lo is not None:
-        return f"{'>' if s.open_min else '>='} {lo:g}"
-    if hi is not None:
-        return f"{'<' if s.open_max else '<='} {hi:g}"
-    return ""
+    return s.bound.text()
 
 
 def _fmt(value: Any) -> str:
@@ -162,12 +161,7 @@ def _check_range(s: Setting, value: Any, source: str) -> None:
             raise ConfigError(f"{source}: {'each of ' if s.item else ''}{s.name} must be one of "
                               f"{', '.join(s.choices)}; got {_fmt(value)!r}")
         if isinstance(v, (int, float)):
-            ok = math.isfinite(v)
-            if ok and s.min is not None:
-                ok = v > s.min if s.open_min else v >= s.min
-            if ok and s.max is not None:
-                ok = v < s.max if s.open_max else v <= s.max
-            if not ok:
+            if not s.bound.holds(v):
                 rule = _bound_text(s) or "finite"
                 raise ConfigError(f"{source}: {'each of ' if s.item else ''}{s.name} must be {rule}, got {_fmt(value)}")
 

@@ -15,7 +15,7 @@ import tomllib
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 from seqlab.errors import ConfigError
 
@@ -24,6 +24,60 @@ SCHEDULES = ("constant", "warmup_linear", "warmup_cosine", "inverse_sqrt")
 
 # Settings that may change when a run is resumed: they steer the run, not the numbers it computes.
 RESUMABLE_KEYS = frozenset({"max_minutes", "checkpoint_every", "keep_checkpoints", "log_every"})
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The numbers a setting may take: finite, and within `min` .. `max` (an end left out when None,
+    excluded when open). `note` says what a boundary value means, e.g. '0 = all'."""
+
+    min: float | None = None
+    max: float | None = None
+    open_min: bool = False
+    open_max: bool = False
+    note: str = ""
+
+    def holds(self, value: float) -> bool:
+        if not math.isfinite(value):
+            return False
+        if self.min is not None and not (value > self.min if self.open_min else value >= self.min):
+            return False
+        return self.max is None or (value < self.max if self.open_max else value <= self.max)
+
+    def text(self) -> str:
+        """'>= 1', '> 0', 'in [0, 1)', '<= 5', or '' for no bound; no note."""
+        lo, hi = self.min, self.max
+        if lo is not None and hi is not None:
+            return f"in {'(' if self.open_min else '['}{lo:g}, {hi:g}{')' if self.open_max else ']'}"
+        if lo is not None:
+            return f"{'>' if self.open_min else '>='} {lo:g}"
+        if hi is not None:
+            return f"{'<' if self.open_max else '<='} {hi:g}"
+        return ""
+
+
+# The bounds most settings need.
+COUNT = Bound(1)                           # sizes, layers, heads, steps
+LIMIT = Bound(0, note="0 = all")           # "the first N examples only"
+PROBABILITY = Bound(0, 1)                  # dropout
+
+
+def check_settings(config: Any) -> None:
+    """ConfigError naming the first setting of `config` outside its class's BOUNDS or CHOICES (merged over
+    the class's bases, so a task's Config adds to TrainConfig's)."""
+    bounds: dict[str, Bound] = {}
+    choices: dict[str, tuple[str, ...]] = {}
+    for cls in reversed(type(config).__mro__):
+        bounds.update(vars(cls).get("BOUNDS", {}))
+        choices.update(vars(cls).get("CHOICES", {}))
+    for name, bound in bounds.items():
+        value = getattr(config, name)
+        if not bound.holds(value):
+            note = f" ({bound.note})" if bound.note else ""
+            raise ConfigError(f"{name} must be {bound.text()}{note}, got {value}")
+    for name, allowed in choices.items():
+        if getattr(config, name) not in allowed:
+            raise ConfigError(f"{name} must be one of {', '.join(allowed)}, got {getattr(config, name)!r}")
 
 
 @dataclass
@@ -54,27 +108,21 @@ class TrainConfig:
     max_minutes: float = 0.0          # training time budget, summed over resumes (0 = none)
     ema_decay: float = 0.0            # evaluate an EMA of the weights, e.g. 0.999 (0 = off; see Trainer)
 
+    # Checked on every construction (defaults, --config, --set, --print-config): a task's Config declares
+    # its own BOUNDS and CHOICES, which add to these.
+    BOUNDS: ClassVar[dict[str, Bound]] = {
+        "seed": Bound(0), **dict.fromkeys(("max_steps", "batch_size", "grad_accum", "keep_checkpoints",
+                                           "log_every"), COUNT),
+        **dict.fromkeys(("eval_every", "checkpoint_every", "patience", "warmup_steps", "lr", "weight_decay",
+                         "min_lr", "clip_grad_norm", "max_minutes", "momentum"), Bound(0)),
+        "beta1": Bound(0, 1, open_max=True), "beta2": Bound(0, 1, open_max=True),
+        "ema_decay": Bound(0, 1, open_max=True, note="0 = no weight averaging"),
+    }
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "optimizer": OPTIMIZERS, "schedule": SCHEDULES, "metric_mode": ("min", "max")}
+
     def __post_init__(self) -> None:
-        for name in ("max_steps", "batch_size", "grad_accum", "keep_checkpoints", "log_every"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("eval_every", "checkpoint_every", "patience", "warmup_steps"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
-        for name in ("lr", "weight_decay", "min_lr", "clip_grad_norm", "max_minutes", "momentum"):
-            v = getattr(self, name)
-            if not (math.isfinite(v) and v >= 0):
-                raise ConfigError(f"{name} must be a finite number >= 0, got {v}")
-        if not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
-            raise ConfigError(f"beta1 and beta2 must be in [0, 1), got {self.beta1}, {self.beta2}")
-        if not 0 <= self.ema_decay < 1:  # also refuses NaN
-            raise ConfigError(f"ema_decay must be in [0, 1) (0 = no weight averaging), got {self.ema_decay}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ConfigError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
-        if self.schedule not in SCHEDULES:
-            raise ConfigError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
-        if self.metric_mode not in ("min", "max"):
-            raise ConfigError(f"metric_mode must be 'min' or 'max', got {self.metric_mode!r}")
+        check_settings(self)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

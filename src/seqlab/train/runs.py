@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -29,6 +30,7 @@ from seqlab.train.config import RESUMABLE_KEYS, build_config, make_optimizer, ma
 from seqlab.train.loop import Trainer, TrainResult
 from seqlab.train.tasks import get_task
 from seqlab.train.tasks.base import Task
+from seqlab.train.tasks.text import TOKENIZER_DIR
 
 RUN_FORMAT = "seqlab-run/1"
 RUN_CONFIG = "config.json"
@@ -126,6 +128,10 @@ def train(task_name: str | None, out: str | Path, layers: Iterable[tuple[Mapping
         if latest is not None:
             raise ConfigError(f"{out} already holds a run (checkpoint {latest.name}); pass --resume to continue it "
                               f"or choose another --out")
+        if distributed is None or distributed.is_main:
+            # A start that failed before its first checkpoint may have left the vocabulary it built, from
+            # other settings (vocab_size, corpus, ...): a new run builds its own rather than reuse it unseen.
+            shutil.rmtree(out / TOKENIZER_DIR, ignore_errors=True)
     try:
         module = get_task(task_name)
         seqlab.manual_seed(config.seed)

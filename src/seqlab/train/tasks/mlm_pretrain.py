@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
 from seqlab import functional as F
 from seqlab.train.tasks.base import Task, model_output, require
 from seqlab.train.tasks.classify import pad
+from seqlab.train.config import Bound
 from seqlab.train.tasks.pretrain import PretrainConfig, chunked, corpus_and_tokenizer, save_pretrained
 
 NAME = "mlm-pretrain"
@@ -24,6 +26,8 @@ DESCRIPTION = "BERT-style masked-LM pretraining on SST-2 + Multi30k English (exe
 @dataclass
 class Config(PretrainConfig):
     mask_prob: float = 0.15
+
+    BOUNDS: ClassVar = {"mask_prob": Bound(0, 1, open_min=True)}
 
 
 def build(config: Config, run_dir: Path | None = None, data_dir: Path | None = None, training: bool = True) -> Task:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
+from seqlab.train.config import COUNT, PROBABILITY
 from seqlab.train.tasks.base import Task, require
 from seqlab.train.tasks.translation import TranslationConfig, build_translation
 
@@ -36,6 +38,10 @@ class Config(TranslationConfig):
     cell: str = "gru"                 # gru | lstm
     enc_layers: int = 1
     dropout: float = 0.3
+
+    BOUNDS: ClassVar = {**dict.fromkeys(("emb_dim", "enc_hidden", "dec_hidden", "attn_dim", "enc_layers"), COUNT),
+                        "dropout": PROBABILITY}
+    CHOICES: ClassVar = {"attention": ("additive", "dot", "general", "none"), "cell": ("gru", "lstm")}
 
 
 def build(config: Config, run_dir: Path | None = None, data_dir: Path | None = None, training: bool = True) -> Task:

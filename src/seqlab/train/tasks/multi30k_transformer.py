@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
+from seqlab.nn.positional import POSITIONAL_KINDS
+from seqlab.train.config import COUNT, PROBABILITY
 from seqlab.train.tasks.base import Task, require
 from seqlab.train.tasks.translation import TranslationConfig, build_translation
 
@@ -36,6 +39,10 @@ class Config(TranslationConfig):
     dropout: float = 0.1
     positional: str = "sinusoidal"
     norm_first: bool = False
+
+    BOUNDS: ClassVar = {**dict.fromkeys(("d_model", "nhead", "num_encoder_layers", "num_decoder_layers",
+                                         "dim_feedforward"), COUNT), "dropout": PROBABILITY}
+    CHOICES: ClassVar = {"positional": POSITIONAL_KINDS}
 
 
 def build(config: Config, run_dir: Path | None = None, data_dir: Path | None = None, training: bool = True) -> Task:

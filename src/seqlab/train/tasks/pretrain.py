@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from seqlab.train.config import TrainConfig
+from seqlab.train.config import COUNT, PROBABILITY, Bound, TrainConfig
 from seqlab.train.tasks.text import corpus_lines, run_tokenizer
 
 PRETRAINED_DIR = "pretrained"
@@ -45,6 +45,11 @@ class PretrainConfig(TrainConfig):
     dropout: float = 0.1
     val_every_nth: int = 50         # every n-th line is held out for validation
     eval_batches: int = 20
+
+    BOUNDS: ClassVar = {**dict.fromkeys(("vocab_size", "d_model", "nhead", "num_layers", "dim_feedforward",
+                                         "eval_batches"), COUNT),
+                        "max_len": Bound(2), "dropout": PROBABILITY,
+                        "val_every_nth": Bound(2, note="every n-th line is held out")}
 
 
 def corpus_and_tokenizer(config: PretrainConfig, run_dir: Path | None, data_dir: Path | None, training: bool,

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
 from seqlab import functional as F
-from seqlab.train.config import TrainConfig
+from seqlab.train.config import COUNT, PROBABILITY, Bound, TrainConfig
 from seqlab.train.tasks.base import Task, model_output, require
 from seqlab.train.tasks.text import run_tokenizer
 
@@ -48,6 +49,10 @@ class Config(TrainConfig):
     train_frac: float = 0.9
     sample_chars: int = 500       # written to RUN_DIR/sample.txt after training (0 = none)
     temperature: float = 0.8
+
+    BOUNDS: ClassVar = {**dict.fromkeys(("block_size", "n_layer", "n_head", "n_embd", "eval_iters"), COUNT),
+                        "dropout": PROBABILITY, "train_frac": Bound(0, 1, open_min=True, open_max=True),
+                        "sample_chars": Bound(0, note="0 = no sample"), "temperature": Bound(0, open_min=True)}
 
 
 def lm_loss(logits, targets) -> object:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from seqlab.embed import mean_pool
-from seqlab.errors import ConfigError
-from seqlab.train.config import TrainConfig, make_optimizer
+from seqlab.train.config import LIMIT, Bound, TrainConfig, make_optimizer
 from seqlab.train.tasks.base import Task, model_output, require
 from seqlab.train.tasks.classify import TextClassification
 from seqlab.train.tasks.text import sst2_splits
@@ -45,6 +45,11 @@ class Config(TrainConfig):
     max_train_examples: int = 0
     max_dev_examples: int = 0
 
+    BOUNDS: ClassVar = {"max_len": Bound(3, note="[CLS] + at least one word piece + [SEP]"),
+                        "layer_lr_decay": Bound(0, 1, open_min=True, note="1 = no decay"),
+                        "max_train_examples": LIMIT, "max_dev_examples": LIMIT}
+    CHOICES: ClassVar = {"pooling": ("mean", "cls")}
+
 
 def layer_lr_scale(num_layers: int, decay: float):
     """name -> lr factor for layer-wise decay (as in ELECTRA): the head and pooler 1, encoder layer i
@@ -61,10 +66,6 @@ def layer_lr_scale(num_layers: int, decay: float):
 def build(config: Config, run_dir: Path | None = None, data_dir: Path | None = None, training: bool = True) -> Task:
     Bert = require("seqlab.models.bert", "BertForSequenceClassification", NAME)
     Tokenizer = require("seqlab.data", "Tokenizer", NAME)
-    if config.pooling not in ("mean", "cls"):
-        raise ConfigError(f"pooling must be 'mean' or 'cls', got {config.pooling!r}")
-    if not 0.0 < config.layer_lr_decay <= 1.0:
-        raise ConfigError(f"layer_lr_decay must be in (0, 1], got {config.layer_lr_decay}")
     model = Bert.from_pretrained(config.pretrained, num_labels=2)
     if config.freeze_word_embeddings:  # half the parameters; no gradient, no optimizer update
         model.bert.embeddings.word_embeddings.weight.requires_grad_(False)

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
+from seqlab.train.config import COUNT, LIMIT, PROBABILITY
 from seqlab.train.tasks.base import Task, require
 from seqlab.train.tasks.sst2_scratch import ScratchConfig, build_scratch_task
 
@@ -33,6 +35,9 @@ class Config(ScratchConfig):
     dropout: float = 0.3
     max_train_examples: int = 0
     max_dev_examples: int = 0
+
+    BOUNDS: ClassVar = {**dict.fromkeys(("vocab_size", "max_len", "embed_dim", "hidden_size", "num_layers"), COUNT),
+                        "dropout": PROBABILITY, "max_train_examples": LIMIT, "max_dev_examples": LIMIT}
 
 
 def make_model(vocab_size: int, embed_dim: int, hidden_size: int, num_layers: int, dropout: float, pad_id: int):

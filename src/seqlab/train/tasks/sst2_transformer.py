@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
+from seqlab.models.classifier import POOLINGS
+from seqlab.nn.positional import POSITIONAL_KINDS
+from seqlab.train.config import COUNT, LIMIT, PROBABILITY
 from seqlab.train.tasks.base import Task, require
 from seqlab.train.tasks.sst2_scratch import ScratchConfig, build_scratch_task
 
@@ -35,6 +39,11 @@ class Config(ScratchConfig):
     pooling: str = "max"          # max over real tokens: 0.826 on 3 seeds vs 0.820 mean-pooled (docs/results.md)
     max_train_examples: int = 0   # 0 = all 67,349 rows (smaller for quick runs)
     max_dev_examples: int = 0
+
+    BOUNDS: ClassVar = {**dict.fromkeys(("vocab_size", "max_len", "d_model", "nhead", "num_layers",
+                                         "dim_feedforward"), COUNT),
+                        "dropout": PROBABILITY, "max_train_examples": LIMIT, "max_dev_examples": LIMIT}
+    CHOICES: ClassVar = {"positional": POSITIONAL_KINDS, "pooling": POOLINGS}
 
 
 def make_model(config: Config, vocab_size: int, pad_token_id: int):

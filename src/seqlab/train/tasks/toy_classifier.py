@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import numpy as np
 
 from seqlab import nn
-from seqlab.train.config import TrainConfig
+from seqlab.train.config import COUNT, PROBABILITY, Bound, TrainConfig
 from seqlab.train.tasks.base import Task
 from seqlab.train.tasks.classify import TextClassification
 
@@ -46,6 +46,9 @@ class Config(TrainConfig):
     n_dev: int = 300
     data_seed: int = 1234         # the synthetic data set (independent of `seed`)
     nan_at_step: int = 0          # fault injection for tests: the loss of this step is NaN (0 = never)
+
+    BOUNDS: ClassVar = {**dict.fromkeys(("dim", "hidden", "n_train", "n_dev"), COUNT), "dropout": PROBABILITY,
+                        "data_seed": Bound(0), "nan_at_step": Bound(0, note="0 = never")}
 
 
 class BagOfWords(nn.Module):

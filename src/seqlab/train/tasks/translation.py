@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
 from seqlab import functional as F
-from seqlab.train.config import TrainConfig
+from seqlab.train.config import COUNT, LIMIT, Bound, TrainConfig
 from seqlab.train.tasks.base import Task, model_output, require
 from seqlab.train.tasks.classify import bucketed_order
 from seqlab.train.tasks.text import run_tokenizer
@@ -41,6 +41,10 @@ class TranslationConfig(TrainConfig):
     val_limit: int = 0                # first N val pairs for the loss and greedy BLEU of each evaluation (0 = all 1,014)
     train_limit: int = 0              # first N training pairs only (0 = all 29,000), for quick runs
     test_limit: int = 0               # first N test2016 sentences for the final BLEU (0 = all)
+
+    BOUNDS: ClassVar = {"vocab_size": COUNT, "max_len": Bound(2), "label_smoothing": Bound(0, 1, open_max=True),
+                        "beam_size": COUNT, "length_penalty": Bound(0),
+                        "val_limit": LIMIT, "train_limit": LIMIT, "test_limit": LIMIT}
 
 
 Decode = Callable[[Any, np.ndarray, int, float], list[list[int]]]
