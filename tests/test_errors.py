@@ -104,3 +104,12 @@ def test_cuda_without_cupy_is_a_clear_error():
         pytest.skip("a GPU is available here")
     with pytest.raises(RuntimeError, match="CuPy"):
         seqlab.randn(2).to("cuda")
+
+
+def test_a_negative_seed_is_named_before_numpy_sees_it():
+    import seqlab
+
+    with pytest.raises(ValueError, match="seed must be >= 0, got -1"):
+        seqlab.manual_seed(-1)
+    with pytest.raises(TypeError, match="seed must be an int, got float"):
+        seqlab.manual_seed(1.5)

@@ -129,3 +129,14 @@ def test_nll_loss_nd_layout():
     for red in ("mean", "sum", "none"):
         check_op(lambda x, t: F.nll_loss(F.log_softmax(x, 1), t, reduction=red),
                  lambda x, t: TF.nll_loss(TF.log_softmax(x, 1), t, reduction=red), [(2, 4, 3), tgt])
+
+
+def test_mse_loss_warns_when_the_shapes_broadcast():
+    """(4, 1) against (4,) broadcasts to (4, 4), a silent mistake: warned, as torch does, and the value
+    stays torch's."""
+    a, b = np.arange(4, dtype=np.float32).reshape(4, 1), np.array([0.5, 1.0, -1.0, 2.0], np.float32)
+    with pytest.warns(UserWarning, match=r"target shape \(4,\) differs from the input's \(4, 1\)"):
+        got = F.mse_loss(seqlab.tensor(a), b)
+    with pytest.warns(UserWarning):
+        want = TF.mse_loss(torch.from_numpy(a), torch.from_numpy(b))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)

@@ -148,8 +148,21 @@ def test_optimizer_argument_errors():
         optim.SGD([], lr=0.1)
     with pytest.raises(ValueError, match="Nesterov"):
         optim.SGD(p, lr=0.1, nesterov=True)
-    with pytest.raises(ValueError, match="lr=-1"):
+    with pytest.raises(ValueError, match="Adam: lr must be a finite number >= 0, got -1"):
         optim.Adam(p, lr=-1)
+    for make in (optim.SGD, optim.Adam, optim.AdamW):  # NaN would turn every weight NaN at the first step
+        with pytest.raises(ValueError, match="lr must be a finite number >= 0, got nan"):
+            make(p, lr=float("nan"))
+    with pytest.raises(ValueError, match="lr must be a finite number >= 0, got None"):
+        optim.Adam(p, lr=None)
+    with pytest.raises(ValueError, match="weight_decay must be a finite number >= 0, got -0.1"):
+        optim.SGD([{"params": p, "weight_decay": -0.1}], lr=0.1)  # a group's own settings too
+    with pytest.raises(ValueError, match=r"betas must be two numbers in \[0, 1\), got \(0.9, 1.0\)"):
+        optim.Adam(p, betas=(0.9, 1.0))
+    with pytest.raises(TypeError, match=r"iterable of Tensors \(e.g. model.parameters\(\)\).*got Linear"):
+        optim.Adam(nn.Linear(2, 2), lr=1e-2)  # the module itself, not its parameters
+    with pytest.raises(TypeError, match="got an iterable holding Linear"):
+        optim.Adam(nn.Sequential(nn.Linear(2, 2)), lr=1e-2)  # a Sequential iterates over its modules
     with pytest.raises(ValueError, match="more than one"):
         optim.SGD([{"params": p}, {"params": p}], lr=0.1)
 

@@ -12,6 +12,22 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 
+def make_folder(out: Path, option: str = "--out") -> Path:
+    """Create the output folder `out` (and its parents), or one `CheckpointError` line saying why not."""
+    from seqlab.errors import CheckpointError
+
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise CheckpointError(f"{option} {out} is a file, not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        blocker = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
+        why = f"{blocker} is a file, not a folder" if blocker is not None else e.strerror or str(e)
+        raise CheckpointError(f"cannot create the output folder {out}: {why}") from None
+    return out
+
+
 def missing_folders(out: Path) -> list[Path]:
     """The folders of `out`'s path that do not exist yet, deepest first (out itself first when missing)."""
     missing = []

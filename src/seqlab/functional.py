@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -257,7 +258,13 @@ def nll_loss(log_probs: Tensor, target, ignore_index: int = -100, reduction: str
 
 
 def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:
-    d = _t(input) - target  # a host target moves to the input's device (Tensor._other)
+    x = _t(input)
+    shape = tuple(getattr(target, "shape", np.shape(target)))
+    if shape != tuple(x.shape):  # torch warns here too: (4, 1) against (4,) broadcasts to (4, 4)
+        warnings.warn(f"mse_loss: target shape {shape} differs from the input's {tuple(x.shape)}; the two are "
+                      f"broadcast, which is likely not what you want (give them the same shape)", UserWarning,
+                      stacklevel=2)
+    d = x - target  # a host target moves to the input's device (Tensor._other)
     return _reduce(d * d, reduction)
 
 

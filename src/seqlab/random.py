@@ -23,12 +23,19 @@ _generator = np.random.default_rng(0)
 _gpu_generator = None
 
 
+def check_seed(seed: object) -> int:
+    """`seed` as an int, or the error a bad one deserves (NumPy's generators take no negative seeds)."""
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}")
+    return int(seed)
+
+
 def manual_seed(seed: int) -> np.random.Generator:
     """Make initialisation, dropout and data order reproducible."""
     global _generator, _gpu_generator
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-    _generator = np.random.default_rng(int(seed))
+    _generator = np.random.default_rng(check_seed(seed))
     _gpu_generator = None
     return _generator
 

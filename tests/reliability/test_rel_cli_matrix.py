@@ -119,7 +119,7 @@ CASES = [
     ("out-under-a-file-experiment", ["experiment", "heads", "--quick", "--out", "{file}/sub"], 1,
      ["cannot create the output folder", "file.txt/sub"]),
     ("out-is-a-file-train", ["train", "toy-classifier", "--out", "{file}"], 1,
-     ["cannot create the output folder", "file.txt"]),
+     ["--out", "file.txt is a file, not a folder"]),
 ]
 
 

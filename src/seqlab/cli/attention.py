@@ -51,21 +51,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers", nargs="+", metavar="N",
                    help="layers to show: numbers, ranges and lists, e.g. 0 2-3 or 0,5 or -1 (default: all)")
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="output folder (created)")
-    p.add_argument("--checkpoint", choices=("best", "latest"), default="best",
+    p.add_argument("--checkpoint", choices=("best", "latest"), default=None,
                    help="for a run folder: the best weights seen in evaluation (default) or the latest")
     p.add_argument("--title", help="title of the HTML page and the images")
     add_truncation_argument(p)
 
 
 def run(args) -> int:
-    from seqlab.folders import output_folder
+    from seqlab.folders import make_folder, output_folder
     from seqlab.viz.extract import extract_attention
 
     for name, value in (("TEXT", args.text), ("--pair", args.pair), ("--target", args.target)):
         if value is not None:
             check_text(value, name)
     layers = parse_layers(args.layers) if args.layers else None
-    with output_folder(args.out, _make_folder):  # fail before the model loads; a failure leaves no empty folder
+    with output_folder(args.out, make_folder):  # fail before the model loads; a failure leaves no empty folder
         model, tokenizer, label = load_model(args.model, args.checkpoint)
         if isinstance(tokenizer, tuple):  # an RNN Seq2Seq's (source, target) tokenizers: no positions to fit
             att = extract_attention(model, tokenizer, args.text, args.pair, args.target, layers=layers)
@@ -131,33 +131,42 @@ def fit_inputs(model: Any, tokenizer: Any, text: str, pair: str | None, target: 
 
 # ---------------------------------------------------------------- loading a model and its tokenizer
 
-def load_model(spec: str, checkpoint: str = "best") -> tuple[Any, Any, str]:
+def load_model(spec: str, checkpoint: str | None = None) -> tuple[Any, Any, str]:
     """(model in eval mode, tokenizer, a short label) for --model.
 
     ``spec``: a known pretrained name ("minilm"), a Hugging Face folder (the
     class from ``model_type`` via `seqlab.models.AutoModel`), a `seqlab train`
     run folder (config.json with "task"; tokenizer from RUN_DIR/tokenizer or the
-    run's pretrained name), or a seqlab model folder (see `NATIVE_MODELS`; a
+    run's pretrained name; ``checkpoint``: its "best" (the default) or "latest" weights), or a seqlab model folder (see `NATIVE_MODELS`; a
     Seq2Seq folder with src_tokenizer/ and tgt_tokenizer/ gives the pair (source, target) as its tokenizer).
     """
-    from seqlab.errors import CheckpointError
+    from seqlab.errors import CheckpointError, ConfigError
     from seqlab.hub import PRETRAINED_NAMES, read_config, resolve
 
+    def not_a_run() -> None:
+        if checkpoint is not None:
+            raise ConfigError(f"--checkpoint {checkpoint} picks a seqlab run's weights, but {spec} is not a run "
+                              f"folder (it has one set of weights)")
+
     path = Path(spec).expanduser()
+    if path.exists() and not path.is_dir():
+        raise CheckpointError(f"--model {spec} is a file; give a model folder, a run folder or a pretrained name")
     if not path.is_dir():
         if spec in PRETRAINED_NAMES:
+            not_a_run()
             return _load_hf(resolve(spec), spec)
         known = ", ".join(sorted(PRETRAINED_NAMES))
         raise CheckpointError(f"model folder {spec} does not exist (and {spec!r} is not a known pretrained "
                               f"name: {known})")
     if not (path / "config.json").is_file():
         if (path / "checkpoints" / "latest").is_file():
-            return _load_run(path, checkpoint)
+            return _load_run(path, checkpoint or "best")
         raise CheckpointError(f"{path} has no config.json: expected a Hugging Face model folder "
                               f"(config.json + model.safetensors) or a seqlab run folder")
     config = read_config(path)
     if "task" in config and "config" in config:
-        return _load_run(path, checkpoint)
+        return _load_run(path, checkpoint or "best")
+    not_a_run()
     if "model_type" in config:
         return _load_hf(path, path.name)
     return _load_native(path, config)
@@ -238,8 +247,9 @@ def write_outputs(att: Any, out: Path, title: str) -> tuple[list[Path], str]:
     """Write the viewer, the PNGs and heads.csv for a `ModelAttention`; return (paths, printed table)."""
     from seqlab.viz import alignment_plot, attention_grid, attention_html, format_heads_table, head_stats, \
         write_heads_csv
+    from seqlab.folders import make_folder
 
-    _make_folder(out)
+    make_folder(out)
     all_layers = att.layers == list(range(len(att.layers)))
     # The viewer numbers the layers it is given from 0; say which model layers they are.
     note = "" if all_layers else f" (shown: layers {', '.join(map(str, att.layers))})"
@@ -277,15 +287,6 @@ def write_outputs(att: Any, out: Path, title: str) -> tuple[list[Path], str]:
     if rows:
         written.append(write_heads_csv(rows, out / "heads.csv"))
     return written, "\n\n".join(tables)
-
-
-def _make_folder(out: Path) -> None:
-    from seqlab.errors import CheckpointError
-
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise CheckpointError(f"cannot create the output folder {out}: {e.strerror or e}") from None
 
 
 def _alignment_table(weights: Any, src: list[str], tgt: list[str]) -> str:

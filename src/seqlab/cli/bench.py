@@ -20,6 +20,8 @@ import os
 import sys
 from pathlib import Path
 
+from seqlab.cli._args import check_threads, int_at_least
+
 GPU_NOTE = ("GPU: not measured. No GPU was available to this run, and `seqlab bench` times CPU (NumPy) against "
             "PyTorch CPU eager only; CuPy runs of the same models at larger sizes are still to be done.")
 GPU_SEEN_NOTE = ("GPU: `seqlab bench --device cuda` (CuPy against PyTorch CUDA eager) has its own sections, "
@@ -45,9 +47,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-memory", action="store_true",
                    help="skip the peak-memory measurement of the model benchmarks (three fresh processes per "
                         "library and benchmark, about half a minute each benchmark)")
-    p.add_argument("--steps", type=int, default=3, metavar="N", help="steps under the profiler (--profile)")
-    p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
-                   help="--profile's clock: wall time, or this thread's CPU time (steadier on a busy machine; "
+    p.add_argument("--steps", type=int_at_least(1), default=None, metavar="N",
+                   help="steps under the profiler (--profile; default 3)")
+    p.add_argument("--clock", choices=("wall", "cpu"), default=None,
+                   help="--profile's clock: wall time (the default), or this thread's CPU time (steadier on a busy machine; "
                         "use with --threads 1)")
     p.add_argument("--data-dir", default=None, metavar="DIR", help="dataset folder (SST-2 for bert-infer)")
     p.add_argument("--results", type=Path, default=None, metavar="FILE",
@@ -70,6 +73,7 @@ def _threads(text: str | None) -> list[int | None]:
         raise UsageError(f"--threads takes integers separated by commas, got {text!r}") from None
     if not counts or min(counts) < 1:
         raise UsageError(f"--threads must be >= 1, got {text!r}")
+    check_threads(max(counts), "--threads")
     return counts
 
 
@@ -145,6 +149,9 @@ def run(args) -> int:
     counts = _threads(args.threads)
     if args.repeats is not None and args.repeats < 1:
         raise UsageError(f"--repeats must be >= 1, got {args.repeats}")
+    if not args.profile and (args.steps is not None or args.clock is not None):
+        raise UsageError(f"{'--steps' if args.steps is not None else '--clock'} applies to --profile only")
+    steps, clock = args.steps or 3, args.clock or "wall"
     if args.from_json is None:
         _check_device(args, device, size, names, UsageError)
     # every file named on the line, before anything runs or prints
@@ -168,13 +175,13 @@ def run(args) -> int:
             got = set_threads(n)
             for name in names:
                 step, torch_fn = profile_target(name, data_dir=args.data_dir)
-                prof, steps = profile_step(step, steps=args.steps, clock=args.clock)
-                print(f"== {name}: seqlab, {args.clock} time per op type (per step, "
+                prof, per = profile_step(step, steps=steps, clock=clock)
+                print(f"== {name}: seqlab, {clock} time per op type (per step, "
                       f"{got} thread{'s' if got != 1 else ''}) ==")
-                print(prof.table(per=steps))
+                print(prof.table(per=per))
                 if torch_fn is not None:
-                    print(f"\n== {name}: torch.profiler, self CPU time over {args.steps} steps ==")
-                    print(torch_op_table(torch_fn, steps=args.steps))
+                    print(f"\n== {name}: torch.profiler, self CPU time over {steps} steps ==")
+                    print(torch_op_table(torch_fn, steps=steps))
         return 0
 
     if args.from_json is not None:

@@ -29,6 +29,8 @@ from typing import Callable
 
 import numpy as np
 
+from seqlab.cli._args import check_threads, int_at_least
+from seqlab.folders import make_folder
 from seqlab.cli.spirals import (MLPResult, accuracy, build_mlp, make_spirals,  # noqa: F401  (public here too)
                                 plot_decision_boundary, plot_loss, train_mlp)
 
@@ -251,8 +253,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "and at least half of that when the budget is too small for the other steps)")
     p.add_argument("--steps", default=",".join(s.name for s in STEPS),
                    help="comma-separated tour steps to run (default: all of " + ", ".join(s.name for s in STEPS) + ")")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--mlp-steps", type=int, default=600, help="training steps of the MLP (default 600)")
+    p.add_argument("--seed", type=int_at_least(0), default=0,
+                   help="random seed of every step's data, initialisation and sampling (default 0)")
+    p.add_argument("--mlp-steps", type=int_at_least(1), default=600, help="training steps of the MLP (default 600)")
     p.add_argument("--blas-threads", type=int, default=1, metavar="N",
                    help="threads of NumPy's BLAS during the tour (default 1: the tour's models are small, and on a "
                         "busy machine more threads wait on each other; 0 = leave it as it is)")
@@ -297,14 +300,14 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--minutes must be > 0, got {args.minutes}")
     if args.blas_threads < 0:
         raise UsageError(f"--blas-threads must be >= 0, got {args.blas_threads}")
+    check_threads(args.blas_threads, "--blas-threads")
     if args.data_dir is not None and not args.data_dir.is_dir():  # a typo, not a reason for the synthetic tasks
         from seqlab.errors import DataError
 
         raise DataError(f"data folder {args.data_dir} does not exist or is not a folder")
     from seqlab import tour
 
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_folder(pathlib.Path(args.out))
     ctx = Context(args, out, wanted)
     with tour.blas_threads(args.blas_threads or None) as threads:
         print(f"seqlab's first-run tour: {_plural(len(wanted), 'step')} in about "

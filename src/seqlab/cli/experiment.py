@@ -16,6 +16,7 @@ import json
 import pathlib
 import sys
 
+from seqlab.cli._args import int_at_least
 from seqlab.experiments import EXPERIMENTS
 
 
@@ -44,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", action=_Name, help="one of: " + ", ".join(EXPERIMENTS))
     p.add_argument("--out", required=True, type=pathlib.Path, help="folder for report.md, results.json, PNGs")
     p.add_argument("--quick", action="store_true", help="a small, fast version (for tests and demos)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int_at_least(0), default=0, help="random seed of the experiment (default 0)")
     p.add_argument("--data-dir", default=None, help="local dataset folder (default: $SEQLAB_DATA or download)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override one of the experiment's settings (repeatable; NAME --help lists them)")
@@ -89,7 +90,8 @@ def _say(line: str) -> None:
 
 def run(args) -> int:
     from seqlab.cli.main import UsageError
-    from seqlab.errors import CheckpointError, ConfigError, DataError
+    from seqlab.errors import ConfigError, DataError
+    from seqlab.folders import make_folder
     from seqlab.experiments.common import settings_for
 
     if args.name not in EXPERIMENTS:
@@ -105,11 +107,7 @@ def run(args) -> int:
         raise UsageError(str(e)) from None
     if args.data_dir is not None and not pathlib.Path(args.data_dir).is_dir():
         raise DataError(f"data folder {args.data_dir} does not exist or is not a folder")
-    out = pathlib.Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise CheckpointError(f"cannot create the output folder {out}: {e.strerror or e}") from None
+    out = make_folder(pathlib.Path(args.out))
     args.say = _say  # the experiment's progress lines (it prints nothing itself)
     results = mod.run(out, args)
     table = results.get("table") if isinstance(results, dict) else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from seqlab.cli._args import int_at_least
 from seqlab.cli._text import add_truncation_argument, check_text, check_vocabulary, warn
 
 
@@ -17,12 +18,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model_dir", metavar="MODEL_DIR", help="Hugging Face folder of a GPT-2 or T5 model")
     p.add_argument("--prompt", required=True, action="append",
                    help="text to continue (GPT) or to transform (T5); repeat for a batch")
-    p.add_argument("--max-new-tokens", type=int, default=40)
+    p.add_argument("--max-new-tokens", type=int, default=40, metavar="N", help="tokens to add (default 40)")
     p.add_argument("--temperature", type=float, default=None, help="sample with this temperature")
-    p.add_argument("--top-k", type=int, default=None, help="sample from the k most likely tokens")
+    p.add_argument("--top-k", type=int, default=None, help="sample from the k most likely tokens (0: no limit)")
     p.add_argument("--top-p", type=float, default=None, help="sample from the smallest set with this much mass")
     p.add_argument("--num-beams", type=int, default=1, help="beam search with this many beams (no sampling)")
-    p.add_argument("--seed", type=int, default=0, help="random seed for sampling")
+    p.add_argument("--seed", type=int_at_least(0), default=0, help="random seed for sampling")
     p.add_argument("--no-cache", action="store_true", help="recompute every position at each step")
     add_truncation_argument(p)
 

@@ -26,7 +26,6 @@ COMMANDS = {
     "attention": ("seqlab.cli.attention", "attention viewer: HTML, PNG and per-head statistics"),
     "experiment": ("seqlab.cli.experiment", "run one of the chapter's experiments"),
     "bench": ("seqlab.cli.bench", "benchmarks: seqlab vs PyTorch, side by side"),
-    "export": ("seqlab.cli.export", "export a run as a Hugging Face folder"),
 }
 
 
@@ -46,12 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print seqlab's version and the NumPy and BLAS it runs on, then exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (module, help_) in COMMANDS.items():
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as e:
-            if e.name == module:
-                continue  # not built yet
-            raise
+        mod = importlib.import_module(module)
         p = sub.add_parser(name, help=help_, description=(mod.__doc__ or help_).strip().splitlines()[0])
         mod.add_arguments(p)
         # `seqlab CMD ... --debug` works as well as `seqlab --debug CMD ...`

@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from seqlab.cli._args import int_at_least
 from seqlab.train.tasks import TASKS
 
 
@@ -23,7 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one setting (repeatable)")
     p.add_argument("--resume", action="store_true", help="continue the run in RUN_DIR from its latest checkpoint")
     p.add_argument("--max-minutes", type=float, metavar="M", help="training time budget (summed over resumes)")
-    p.add_argument("--seed", type=int, help="random seed (init, dropout, data order)")
+    p.add_argument("--seed", type=int_at_least(0), help="random seed (init, dropout, data order)")
     p.add_argument("--data-dir", type=Path, metavar="DIR", help="local dataset folder (default: $SEQLAB_DATA or download)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--print-config", action="store_true",

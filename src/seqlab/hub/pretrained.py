@@ -70,6 +70,15 @@ def read_config(folder: str | os.PathLike) -> dict[str, Any]:
     return d
 
 
+def run_folder_note(config: dict[str, Any]) -> str:
+    """For a `seqlab train` run folder's config.json read where a Hugging Face one was expected: what it is
+    and what to give instead ('' for any other config)."""
+    if not (isinstance(config, dict) and "task" in config and "config" in config):
+        return ""
+    return (f": it is a seqlab run folder (task {config['task']}), not a Hugging Face model folder; load it with "
+            f"seqlab.train.runs.load_run, or give the folder mlm-pretrain / clm-pretrain write at RUN/pretrained")
+
+
 def read_weights(folder: str | os.PathLike) -> dict[str, np.ndarray]:
     """Every tensor of a model folder as NumPy arrays, by checkpoint name."""
     folder = Path(folder)
@@ -186,6 +195,8 @@ class PreTrainedModel:
         cfg = read_config(folder)
         want = cls.config_class.model_type
         if cfg.get("model_type") != want:
+            if note := run_folder_note(cfg):
+                raise CheckpointError(f"{folder} cannot be read as {cls.__name__}{note}")
             raise CheckpointError(f"{folder} holds a model_type {cfg.get('model_type')!r} model, but "
                                   f"{cls.__name__} needs {want!r} (use seqlab.models.AutoModel to pick the class)")
         try:

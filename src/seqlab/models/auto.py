@@ -11,7 +11,7 @@ import importlib
 import os
 
 from seqlab.errors import CheckpointError
-from seqlab.hub.pretrained import read_config, resolve
+from seqlab.hub.pretrained import read_config, resolve, run_folder_note
 from seqlab.models.bert import BertConfig, BertForMaskedLM, BertForSequenceClassification, BertModel
 from seqlab.models.gpt import GPT, GPTConfig, GPTForSequenceClassification
 from seqlab.models.t5 import T5Config, T5ForConditionalGeneration
@@ -44,6 +44,8 @@ def model_class(config: dict, where: str = "config.json"):
     """The seqlab class for a `config.json` dict (``where`` names the file in errors)."""
     mt = config.get("model_type")
     if mt is None:
+        if note := run_folder_note(config):
+            raise CheckpointError(f"{where} has no model_type{note}")
         raise CheckpointError(f"{where} has no model_type; seqlab reads {', '.join(sorted(MODELS))}")
     if not isinstance(mt, str) or mt not in MODELS:
         raise CheckpointError(f"{where}: unknown model_type {mt!r}; seqlab reads {', '.join(sorted(MODELS))}")

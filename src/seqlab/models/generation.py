@@ -24,6 +24,7 @@ from seqlab import backend
 from seqlab.autograd.function import no_grad
 from seqlab.autograd.tensor import Tensor
 from seqlab.models.outputs import EncoderDecoderCache, KVCache
+from seqlab.random import check_seed
 
 
 def _ids(x) -> np.ndarray:
@@ -136,8 +137,8 @@ def filter_logits(logits: np.ndarray, temperature: float = 1.0, top_k: int | Non
 def _check(max_new_tokens, temperature, top_k, top_p, num_beams):
     if not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
-    if temperature is not None and not temperature > 0:  # NaN too
-        raise ValueError(f"temperature must be > 0, got {temperature}")
+    if temperature is not None and not 0 < temperature < float("inf"):  # NaN too
+        raise ValueError(f"temperature must be a finite number > 0, got {temperature}")
     if top_k is not None and top_k < 0:
         raise ValueError(f"top_k must be >= 0, got {top_k}")
     if top_p is not None and not 0.0 < top_p <= 1.0:
@@ -160,6 +161,8 @@ def generate(model, input_ids, attention_mask=None, *, max_new_tokens: int = 20,
     `generator` or a new one seeded with `seed`.
     """
     _check(max_new_tokens, temperature, top_k, top_p, num_beams)
+    if seed is not None:
+        check_seed(seed)
     cfg = model.config
     ids = _ids(input_ids)
     if ids.ndim == 1:

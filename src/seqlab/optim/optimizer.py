@@ -2,9 +2,14 @@
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any, Iterable
 
 from seqlab import backend
+from seqlab.autograd.tensor import Tensor
+
+# The hyper-parameters that must be finite numbers >= 0 wherever a group has them.
+NON_NEGATIVE = ("lr", "eps", "weight_decay", "momentum", "dampening")
 
 
 class Optimizer:
@@ -12,6 +17,9 @@ class Optimizer:
 
     def __init__(self, params: Iterable, defaults: dict[str, Any]):
         self.defaults = defaults
+        if isinstance(params, Tensor) or not hasattr(params, "__iter__"):
+            raise TypeError(f"{type(self).__name__} takes an iterable of Tensors (e.g. model.parameters()) or of "
+                            f"parameter-group dicts, got {type(params).__name__}")
         params = list(params)
         if not params:
             raise ValueError("optimizer got an empty parameter list")
@@ -24,8 +32,16 @@ class Optimizer:
     def add_param_group(self, group: dict) -> None:
         group = dict(group)
         group["params"] = list(group["params"])
+        for p in group["params"]:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"{type(self).__name__} takes an iterable of Tensors (e.g. model.parameters()) "
+                                f"or of parameter-group dicts, got an iterable holding {type(p).__name__}")
         for k, v in self.defaults.items():
             group.setdefault(k, v)
+        for k in NON_NEGATIVE:
+            v = group.get(k, 0.0)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v >= 0):
+                raise ValueError(f"{type(self).__name__}: {k} must be a finite number >= 0, got {v!r}")
         group.setdefault("initial_lr", group["lr"])
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         for p in group["params"]:

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping
 
 import seqlab
 from seqlab.errors import CheckpointError, ConfigError
-from seqlab.folders import missing_folders, remove_if_empty
+from seqlab.folders import make_folder, missing_folders, remove_if_empty
 from seqlab.train.checkpoint import (Checkpoint, latest_checkpoint, load_best, load_checkpoint, read_json,
                                      write_json_atomic)
 from seqlab.train.config import RESUMABLE_KEYS, build_config, make_optimizer, make_schedule
@@ -51,10 +51,7 @@ class Run:
 
 
 def _writable(out: Path) -> None:
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise CheckpointError(f"cannot create the output folder {out}: {e.strerror or e}") from None
+    make_folder(out)
     if not os.access(out, os.W_OK | os.X_OK):
         raise CheckpointError(f"the output folder {out} is not writable")
 

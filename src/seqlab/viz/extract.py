@@ -124,6 +124,9 @@ def extract_attention(model: Any, tokenizer: Any, text: str, text_pair: str | No
     if text_pair is not None and kind != "encoder":
         raise VizError(f"a sentence pair needs an encoder (BERT-like); {type(model).__name__} is "
                        f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} model and takes one text")
+    if target is not None and kind not in ("encoder-decoder", "seq2seq"):
+        raise VizError(f"a target (the decoder's text) needs an encoder-decoder model (T5, Translator, Seq2Seq); "
+                       f"{type(model).__name__} is {'an' if kind[0] in 'aeiou' else 'a'} {kind} model")
     runner = {"encoder": _run_encoder, "decoder": _run_decoder, "encoder-decoder": _run_encoder_decoder,
               "seq2seq": _run_seq2seq}[kind]
     was_training = getattr(model, "training", False)
