@@ -89,3 +89,10 @@ def test_usable_cores_follows_the_affinity_mask():
     if not hasattr(os, "sched_getaffinity"):
         pytest.skip("no affinity masks on this OS")
     assert usable_cores() == len(os.sched_getaffinity(0)) >= 1
+
+
+def test_abbreviated_options_are_not_guessed(cli, tmp_path):
+    for argv, bad in ((["train", "toy-classifier", "--out", tmp_path / "r", "--res"], "--res"),
+                      (["attention", "hi", "--out", tmp_path / "a", "--no-trunc"], "--no-trunc")):
+        code, out, err = cli(*argv)
+        assert code == 2 and _line(err) == f"error: unrecognized arguments: {bad}", err

@@ -34,6 +34,11 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        # `--res` is not taken for --resume, nor `--no-trunc` for --no-truncate: a typo is an error
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message):  # one line, exit 2, no usage dump
         raise UsageError(message)
 

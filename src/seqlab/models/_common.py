@@ -17,20 +17,35 @@ def as_array(x):
     return x if backend.xp_of(x) is not np else np.asarray(x)
 
 
-def token_ids(x) -> np.ndarray:
+def token_ids(x, name: str = "token ids") -> np.ndarray:
     """Integer ids (a Tensor or array-like) as an int64 array, on the device they are on; TypeError for
     any other dtype."""
     arr = as_array(x)
     if arr.dtype.kind not in "iu":
-        raise TypeError(f"token ids must be integers, got dtype {arr.dtype}")
+        raise TypeError(f"{name} must be integers, got dtype {arr.dtype}")
     return arr.astype(np.int64, copy=False)
 
 
+def mask_values(x, name: str = "attention_mask") -> np.ndarray:
+    """A 1 = attend / 0 = padding mask as an int64 array (on its device): integers, bools or floats holding
+    0 and 1, as transformers takes them; TypeError for anything else."""
+    arr = as_array(x)
+    if arr.dtype.kind == "b":
+        return arr.astype(np.int64)
+    if arr.dtype.kind == "f":
+        if not bool(((arr == 0) | (arr == 1)).all()):
+            raise TypeError(f"{name} holds values other than 0 and 1 (1 = attend, 0 = padding)")
+        return arr.astype(np.int64)
+    return token_ids(arr, name)
+
+
 def batch_ids(input_ids) -> np.ndarray:
-    """`token_ids` of a (batch, time) input; ValueError for any other rank."""
-    ids = token_ids(input_ids)
+    """`token_ids` of a (batch, time) input; ValueError for any other rank or no tokens."""
+    ids = token_ids(input_ids, "input_ids")
     if ids.ndim != 2:
         raise ValueError(f"input_ids must be (batch, time), got shape {ids.shape}")
+    if ids.shape[1] == 0:
+        raise ValueError(f"input_ids has no tokens (shape {ids.shape})")
     return ids
 
 

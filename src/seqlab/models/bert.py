@@ -23,7 +23,7 @@ from seqlab.autograd.tensor import Tensor
 from seqlab.hub import keymap
 from seqlab.hub.config import HFConfig, activation
 from seqlab.hub.pretrained import PreTrainedModel
-from seqlab.models._common import batch_ids, init_normal_, token_ids
+from seqlab.models._common import batch_ids, init_normal_, mask_values, token_ids
 from seqlab.models.outputs import BaseModelOutput, MaskedLMOutput, SequenceClassifierOutput, classification_loss
 from seqlab.nn.linear import feed_forward_in
 
@@ -203,7 +203,7 @@ class BertModel(nn.Module, BertPreTrained):
         tt = None if token_type_ids is None else token_ids(token_type_ids)
         mask = None
         if attention_mask is not None:
-            am = token_ids(attention_mask)
+            am = mask_values(attention_mask)
             if am.shape != ids.shape:
                 raise ValueError(f"attention_mask has shape {am.shape} but input_ids {ids.shape}")
             mask = (am != 0)[:, None, None, :]  # (B, 1, 1, T): True = may attend

@@ -24,7 +24,7 @@ from seqlab.errors import ConfigError
 from seqlab.hub import keymap
 from seqlab.hub.config import HFConfig, activation
 from seqlab.hub.pretrained import PreTrainedModel
-from seqlab.models._common import batch_ids, init_normal_, token_ids
+from seqlab.models._common import batch_ids, init_normal_, mask_values, token_ids
 from seqlab.models.outputs import CausalLMOutput, KVCache, SequenceClassifierOutput, classification_loss
 from seqlab.nn.linear import feed_forward_in
 
@@ -146,7 +146,7 @@ def causal_mask(attention_mask, t_new: int, t_past: int, xp=np):
     allowed = xp.arange(t_all)[None, :] <= (t_past + xp.arange(t_new))[:, None]  # (T_new, T_all)
     mask = allowed[None, None]                                                     # (1, 1, T_new, T_all)
     if attention_mask is not None:
-        am = token_ids(attention_mask)
+        am = mask_values(attention_mask)
         if am.shape[1] != t_all:
             raise ValueError(f"attention_mask covers {am.shape[1]} positions but past ({t_past}) + new ({t_new}) "
                              f"tokens are {t_all}")
@@ -261,7 +261,7 @@ class GPTForSequenceClassification(nn.Module, GPTPreTrained):
         if self.config.pad_token_id is not None:
             real = ids != self.config.pad_token_id
         elif attention_mask is not None:
-            real = backend.to_device(token_ids(attention_mask), backend.device_of(ids)) != 0
+            real = backend.to_device(mask_values(attention_mask), backend.device_of(ids)) != 0
         else:
             return xp.full(B, T - 1)
         return (xp.arange(T)[None, :] * real).argmax(-1)

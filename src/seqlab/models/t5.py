@@ -29,7 +29,7 @@ from seqlab.errors import ConfigError
 from seqlab.hub import keymap
 from seqlab.hub.config import HFConfig, activation
 from seqlab.hub.pretrained import PreTrainedModel
-from seqlab.models._common import batch_ids, token_ids
+from seqlab.models._common import batch_ids, mask_values, token_ids
 from seqlab.models.outputs import BaseModelOutput, EncoderDecoderCache, Seq2SeqLMOutput
 
 
@@ -274,13 +274,13 @@ class T5Stack(nn.Module):
         else:
             mask = None
         if attention_mask is not None:
-            am = backend.to_numpy(token_ids(attention_mask)) != 0  # masks are built on the host
+            am = backend.to_numpy(mask_values(attention_mask)) != 0  # masks are built on the host
             if am.shape[1] != t_past + T:
                 raise ValueError(f"attention_mask covers {am.shape[1]} positions, expected {t_past + T}")
             mask = am[:, None, None, :] if mask is None else (mask & am[:, None, None, :])  # (B, 1, T|1, T')
         cross_mask = None
         if encoder_attention_mask is not None:
-            cross_mask = (backend.to_numpy(token_ids(encoder_attention_mask)) != 0)[:, None, None, :]  # (B, 1, 1, S)
+            cross_mask = (backend.to_numpy(mask_values(encoder_attention_mask, "encoder_attention_mask")) != 0)[:, None, None, :]  # (B, 1, 1, S)
         h = self.dropout(self.embed_tokens(ids))                                              # (B, T, C)
         mask, cross_mask = (None if m is None else backend.to_device(m, h.device) for m in (mask, cross_mask))  # once
         position_bias, self_w, cross_w = None, [], []
