@@ -105,6 +105,8 @@ def run(out_dir: pathlib.Path, args) -> dict:
     progress = progress_for(__name__, args)
     progress.say(f"forward + backward of {', '.join(METHODS)} attention at T = {', '.join(map(str, lengths))} "
                  f"(d = {d}, float32, {repeats} timed run{'s' if repeats > 1 else ''} + 1 traced each)")
+    for method in METHODS:  # untimed: the first call pays one-time costs (compiled kernels, allocator growth)
+        measure(method, lengths[0], d, window, chunk, getattr(args, "seed", 0), 1)
     bar = progress.bar(len(lengths) * len(METHODS), "attention cost", unit="point")
     rows = []
     for T in lengths:
