@@ -63,6 +63,11 @@ BAD_ARGUMENTS = [  # (script, arguments, words the message must contain): exit c
     ("attention_products.py", ["--shape", "32,4,64"], ["--shape", "B,H,T,D"]),
     ("attention_products.py", ["--shape", "32,4,0,64"], ["--shape", ">= 1"]),
     ("attention_products.py", ["--repeats", "0"], ["--repeats"]),
+    ("linear_products.py", ["--layers", "128x"], ["--layers", "''"]),
+    ("linear_products.py", ["--layers", "128"], ["--layers", "IN x OUT"]),
+    ("linear_products.py", ["--layers", "128x0"], ["--layers", ">= 1"]),
+    ("linear_products.py", ["--rows", "0"], ["--rows", ">= 1"]),
+    ("linear_products.py", ["--calls", "0"], ["--calls", ">= 1"]),
 ]
 
 RUNTIME_ERRORS = [  # (script, arguments, words): exit code 1, one `error:` line
@@ -119,7 +124,7 @@ def test_the_scripts_are_all_covered():
     """A new script in benchmarks/ gets its --help checked above; this keeps the list of known ones honest."""
     assert {"ops.py", "distributed.py", "shakespeare_train.py", "step_time.py", "kv_cache.py",
             "elementwise_threads.py", "gemm.py", "bert_infer.py", "engine_ab.py", "row_kernels.py",
-            "blas_spin.py", "attention_products.py", "gemm_in_step.py"} <= set(SCRIPTS)
+            "blas_spin.py", "attention_products.py", "gemm_in_step.py", "linear_products.py"} <= set(SCRIPTS)
 
 
 def test_gemm_in_step_splits_the_step_into_products_and_the_rest():
@@ -145,6 +150,20 @@ def test_attention_products_times_the_six_products_and_agrees_with_torch():
     for row in rows[:6]:  # seqlab µs, GFLOP/s, torch µs and the ratio all present (a tiny shape's rate rounds to 0)
         seqlab_us, rate, torch_us, ratio = (float(c) for c in row.strip("|").split("|")[2:])
         assert seqlab_us > 0 and rate >= 0 and torch_us > 0 and ratio > 0, row
+
+
+def test_linear_products_times_three_products_a_layer_and_sums_them():
+    """Each layer's forward, dx and dW, checked against torch.mm before timing; the last line sums the rows."""
+    proc = run_script("linear_products.py", "--rows", "8", "--layers", "4x6,3x2", "--rounds", "1", "--calls", "1")
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.strip("|").split("|") for line in proc.stdout.splitlines()
+            if line.startswith("| ") and "µs" not in line and not line.startswith("| ---")]
+    assert [r[1].strip() for r in rows[:-1]] == ["y = x·Wᵀ", "dx = g·W", "dW = gᵀ·x"] * 2, proc.stdout
+    seqlab_us = [float(r[2]) for r in rows[:-1]]
+    torch_us = [float(r[4]) for r in rows[:-1]]
+    assert all(t > 0 for t in seqlab_us + torch_us), proc.stdout
+    total = rows[-1]
+    assert total[0].strip() == "all" and abs(float(total[2]) - sum(seqlab_us)) <= 6, proc.stdout  # rows rounded
 
 
 def test_engine_ab_fused_ff_switch_times_both_sides_and_puts_the_flag_back():
