@@ -35,6 +35,49 @@ def test_generate_cli_greedy_matches_the_api(gpt_folder, capsys):
     assert lines[0] == "the cat" + expected
 
 
+@pytest.fixture(scope="module")
+def wordpiece_gpt_folder(tmp_path_factory):
+    """A GPT with a BERT-style WordPiece tokenizer and [SEP] as its end of text, as `seqlab train clm-pretrain`
+    saves one."""
+    from seqlab.data import Tokenizer
+
+    folder = tmp_path_factory.mktemp("gpt-wordpiece")
+    tok = Tokenizer.train_wordpiece(["the cat sat on the mat. the dog sat on the log. a filmar or two."] * 20,
+                                    vocab_size=120)
+    tok.save(folder)
+    seqlab.manual_seed(1)
+    model = GPT(GPTConfig(vocab_size=tok.vocab_size, n_positions=64, n_embd=16, n_layer=1, n_head=2,
+                          bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id,
+                          pad_token_id=tok.pad_token_id))
+    model.save_pretrained(folder)
+    return folder, tok, model
+
+
+def test_generate_cli_gives_a_gpt_the_prompt_without_bert_specials(wordpiece_gpt_folder, capsys):
+    """A WordPiece template would put [CLS] before the prompt and [SEP], the model's end of text, after it:
+    the model would read the prompt as a finished line. The CLI continues the bare prompt, as the API does."""
+    from seqlab.cli.generate import continuation
+
+    folder, tok, model = wordpiece_gpt_folder
+    assert main(["generate", str(folder), "--prompt", "The cat sat", "--max-new-tokens", "6"]) == 0
+    line = capsys.readouterr().out.rstrip("\n")
+    ids = np.array([tok.encode("The cat sat", add_special_tokens=False)])
+    assert tok.cls_token_id not in ids and tok.sep_token_id not in ids
+    new = model.eval().generate(ids, max_new_tokens=6)[0, ids.shape[1]:]
+    assert line == "The cat sat" + continuation(tok, ids[0], new)
+
+
+def test_continuation_joins_word_pieces_and_spaces_words(wordpiece_gpt_folder):
+    from seqlab.cli.generate import continuation
+
+    _, tok, _ = wordpiece_gpt_folder
+    prompt = tok.encode("a film", add_special_tokens=False)
+    piece = next(t for t in tok.get_vocab() if t.startswith("##"))
+    assert continuation(tok, prompt, [tok.convert_tokens_to_ids(piece)]) == piece[2:]  # no space: one word
+    assert continuation(tok, prompt, tok.encode("the cat", add_special_tokens=False)) == " the cat"
+    assert continuation(tok, prompt, [tok.sep_token_id]) == ""  # the end of text itself prints nothing
+
+
 def test_generate_cli_sampling_is_seeded_and_options_are_checked(gpt_folder, capsys):
     folder, _, _ = gpt_folder
     args = ["generate", str(folder), "--prompt", "the", "--max-new-tokens", "8", "--temperature", "3", "--top-p",
@@ -68,3 +111,34 @@ def test_embed_cli_prints_shapes_and_similarities(capsys):
     assert main(["embed", "--section-3-2"]) == 0
     out = capsys.readouterr().out
     assert "last_hidden_state: (1, 8, 384)" in out and "pooler_output:     (1, 384)" in out
+
+
+def test_generate_cli_takes_a_shakespeare_gpt_run_folder(tmp_path, capsys):
+    """A run folder (char tokenizer, no special tokens) continues the prompt as the API does, with the best or
+    the latest weights; --checkpoint is refused for a Hugging Face folder, which has one set of weights."""
+    import os
+    from pathlib import Path
+
+    from seqlab.data import load_tokenizer
+    from seqlab.train import runs
+
+    data = Path(os.environ.get("SEQLAB_DATA") or Path(__file__).resolve().parents[3] / "shared" / "data")
+    if not (data / "tinyshakespeare").is_dir():
+        pytest.skip(f"shared datasets not found at {data} (set SEQLAB_DATA)")
+    out = tmp_path / "run"
+    settings = {"max_steps": 2, "eval_every": 2, "checkpoint_every": 1, "log_every": 1, "max_minutes": 0.0,
+                "n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 16, "eval_iters": 2, "sample_chars": 0}
+    runs.train("shakespeare-gpt", out, [(settings, "test")], data_dir=data)
+    for which in ("best", "latest"):
+        assert main(["generate", str(out), "--prompt", "ROMEO:", "--max-new-tokens", "5",
+                     "--checkpoint", which]) == 0
+        line = capsys.readouterr().out.rstrip("\n")
+        run = runs.load_run(out, which=which)
+        tok = load_tokenizer(out / "tokenizer")
+        ids = np.array([tok.encode("ROMEO:")])
+        expected = tok.decode(run.task.model.eval().generate(ids, max_new_tokens=5)[0])
+        assert line == expected and len(line) == len("ROMEO:") + 5
+    hf = tmp_path / "hf"
+    runs.load_run(out).task.model.save_pretrained(hf)
+    assert main(["generate", str(hf), "--prompt", "x", "--checkpoint", "latest"]) == 2
+    assert "not a run folder" in capsys.readouterr().err

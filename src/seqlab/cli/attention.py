@@ -194,13 +194,29 @@ def _load_hf(folder: Path, label: str) -> tuple[Any, Any, str]:
     return AutoModel.from_pretrained(folder), tok, label
 
 
-def _load_run(run_dir: Path, checkpoint: str) -> tuple[Any, Any, str]:
+def is_run_folder(path: Path) -> bool:
+    """A `seqlab train` run folder: config.json with "task" and "config", or (before its first save of a
+    config) a checkpoints/latest."""
+    from seqlab.hub import read_config
+
+    if not path.is_dir():
+        return False
+    if not (path / "config.json").is_file():
+        return (path / "checkpoints" / "latest").is_file()
+    config = read_config(path)
+    return "task" in config and "config" in config
+
+
+def _load_run(run_dir: Path, checkpoint: str, need_attention: bool = True) -> tuple[Any, Any, str]:
+    """(model, tokenizer, label) of a run folder's `checkpoint` weights; `need_attention`: a model without
+    attention (toy-classifier's MLP) says so first, not "no tokenizer"."""
     from seqlab.train.runs import load_run
 
     from seqlab.viz.extract import attention_kind
 
     run = load_run(run_dir, which=checkpoint)
-    attention_kind(run.task.model)  # a model without attention (toy-classifier's MLP) says so, not "no tokenizer"
+    if need_attention:
+        attention_kind(run.task.model)
     cfg = run.record.get("config", {})
     pretrained = cfg.get("pretrained") if isinstance(cfg, dict) else None
     candidates: list[Path | str] = [run_dir / TOKENIZER_DIR]

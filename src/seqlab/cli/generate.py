@@ -1,7 +1,9 @@
-"""Generate text with a GPT-2 or T5 model folder: seqlab generate MODEL_DIR --prompt TEXT.
+"""Generate text with a GPT-2 or T5 model: seqlab generate MODEL_DIR --prompt TEXT.
 
-The folder is a Hugging Face one (config.json, model.safetensors and the
-tokenizer files). Greedy by default; --temperature / --top-k / --top-p
+MODEL_DIR is a Hugging Face folder (config.json, model.safetensors and the
+tokenizer files; `seqlab train clm-pretrain` writes one at RUN/pretrained) or
+a `seqlab train` run folder of a GPT (shakespeare-gpt; --checkpoint picks its
+best or latest weights). Greedy by default; --temperature / --top-k / --top-p
 sample (with --seed); --num-beams runs beam search. A GPT prompt that leaves
 fewer than --max-new-tokens of the model's positions free keeps its last
 tokens, with a warning (--no-truncate: an error instead).
@@ -9,13 +11,18 @@ tokens, with a warning (--no-truncate: an error instead).
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from seqlab.cli._args import int_at_least
+from seqlab.cli.attention import _load_run, is_run_folder
 from seqlab.cli._text import add_truncation_argument, check_text, check_vocabulary, warn
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model_dir", metavar="MODEL_DIR", help="Hugging Face folder of a GPT-2 or T5 model")
+    p.add_argument("model_dir", metavar="MODEL_DIR",
+                   help="Hugging Face folder of a GPT-2 or T5 model, or a seqlab run folder (shakespeare-gpt)")
+    p.add_argument("--checkpoint", choices=("best", "latest"), default=None,
+                   help="for a run folder: the best weights seen in evaluation (default) or the latest")
     p.add_argument("--prompt", required=True, action="append",
                    help="text to continue (GPT) or to transform (T5); repeat for a batch")
     p.add_argument("--max-new-tokens", type=int, default=40, metavar="N", help="tokens to add (default 40)")
@@ -47,13 +54,24 @@ def run(args) -> int:
     names = ["--prompt" if len(args.prompt) == 1 else f"--prompt {i + 1}" for i in range(len(args.prompt))]
     for name, prompt in zip(names, args.prompt):
         check_text(prompt, name)
-    folder = resolve(args.model_dir)
-    model = AutoModel.from_pretrained(folder)
+    if is_run_folder(Path(args.model_dir).expanduser()):
+        model, tok, _ = _load_run(Path(args.model_dir).expanduser(), args.checkpoint or "best",
+                                  need_attention=False)
+        model.eval()
+    else:
+        if args.checkpoint is not None:
+            raise UsageError(f"--checkpoint {args.checkpoint} picks a seqlab run's weights, but {args.model_dir} "
+                             f"is not a run folder (it has one set of weights)")
+        folder = resolve(args.model_dir)
+        model = AutoModel.from_pretrained(folder)
+        tok = None
     if not hasattr(model, "generate"):
         raise UsageError(f"{args.model_dir} holds a {type(model).__name__}, which does not generate text")
-    tok = Tokenizer.from_pretrained(folder)
+    tok = tok or Tokenizer.from_pretrained(folder)
     seq2seq = bool(getattr(model.config, "is_encoder_decoder", False))
-    rows = [tok.encode(p) for p in args.prompt]
+    # a GPT prompt is text to continue: no [CLS] before it and no end-of-text ([SEP]) after it, which a BERT-style
+    # template (clm-pretrain's WordPiece tokenizer) would add and the model would read as a finished line
+    rows = [_encode(tok, p, seq2seq) for p in args.prompt]
     for row in rows:
         check_vocabulary(row, model, tok, args.model_dir)
     if not seq2seq:  # T5's positions are relative: no limit
@@ -63,11 +81,41 @@ def run(args) -> int:
                          do_sample=sample, temperature=args.temperature or 1.0, top_k=args.top_k,
                          top_p=args.top_p, num_beams=args.num_beams, seed=args.seed,
                          use_cache=not args.no_cache)
-    start = 1 if seq2seq else ids.shape[1]
-    for prompt, row in zip(args.prompt, out):
-        text = tok.decode(row[start:], skip_special_tokens=True)
-        print(text if seq2seq else prompt + text)
+    for prompt, kept, row in zip(args.prompt, rows, out):
+        if seq2seq:
+            print(_decode(tok, [int(i) for i in row[1:]]))  # after the decoder's start token
+        else:
+            print(prompt + continuation(tok, kept, row[ids.shape[1]:]))
     return 0
+
+
+def continuation(tok, prompt_ids, new_ids) -> str:
+    """The text the new tokens add after the prompt, read in context: the prompt and the new tokens are
+    decoded together and the prompt's own decoding is cut off the front, so a word piece ("##ar") joins the
+    word before it and a new word gets its space (WordPiece drops both when new tokens are decoded alone;
+    byte-level BPE gives the same either way)."""
+    new = [int(i) for i in new_ids]
+    head = _decode(tok, [int(i) for i in prompt_ids])
+    whole = _decode(tok, [int(i) for i in prompt_ids] + new)
+    if whole.startswith(head):
+        return whole[len(head):]
+    return _decode(tok, new)  # a decoder that rewrites across the join: the new part alone
+
+
+def _is_char(tok) -> bool:
+    from seqlab.data.char_tokenizer import CharTokenizer
+
+    return isinstance(tok, CharTokenizer)
+
+
+def _encode(tok, text: str, special: bool) -> list[int]:
+    if _is_char(tok):  # one id per character, no special tokens (shakespeare-gpt)
+        return tok.encode(text)
+    return tok.encode(text, add_special_tokens=special)
+
+
+def _decode(tok, ids: list[int]) -> str:
+    return tok.decode(ids) if _is_char(tok) else tok.decode(ids, skip_special_tokens=True)
 
 
 def _fit_prompts(rows: list[list[int]], names: list[str], positions: int, max_new_tokens: int,
