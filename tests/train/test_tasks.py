@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from seqlab.train import load_checkpoint, runs
+from seqlab.train.config import setting_choices
 from seqlab.train.tasks import get_task
 
 DATA = Path(os.environ.get("SEQLAB_DATA") or Path(__file__).resolve().parents[3] / "shared" / "data")
@@ -69,11 +70,23 @@ def test_task_trains_evaluates_and_resumes(task, tmp_path):
     rest = runs.train(task, out, [], resume=True, data_dir=DATA)
     assert rest.step == 2 and rest.losses[0][0] == 2 and np.isfinite(rest.losses[0][1])
     assert rest.last_eval and all(np.isfinite(v) for v in rest.last_eval.values())
+    # the metrics the task's Config accepts up front are ones its evaluation really returns
+    assert set(setting_choices(get_task(task).Config)["metric"]) <= set(rest.last_eval), rest.last_eval
     summary = json.loads((out / "summary.json").read_text())
     assert summary["step"] == 2
     run = runs.load_run(out)  # rebuilt for inference from the run folder alone
     if run.task.predict is not None:
         assert run.task.predict(run.task.model, ["a fine film", "dull"]).shape == (2,)
+
+
+@pytest.mark.parametrize("task", list(CASES) + ["toy-classifier"])
+def test_a_misspelled_metric_is_refused_before_anything_runs(task, tmp_path):
+    from seqlab.errors import ConfigError
+
+    out = tmp_path / "run"
+    with pytest.raises(ConfigError, match="metric must be one of .*got 'val_accuracy'"):
+        runs.train(task, out, [({"metric": "val_accuracy"}, "test")], data_dir=DATA)
+    assert not out.exists()
 
 
 def test_a_failed_start_leaves_no_vocabulary_for_the_next_run(tmp_path):

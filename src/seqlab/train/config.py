@@ -62,14 +62,21 @@ LIMIT = Bound(0, note="0 = all")           # "the first N examples only"
 PROBABILITY = Bound(0, 1)                  # dropout
 
 
+def setting_choices(cls: type) -> dict[str, tuple[str, ...]]:
+    """The allowed values of each string setting of a config class: its CHOICES merged over its bases."""
+    choices: dict[str, tuple[str, ...]] = {}
+    for c in reversed(cls.__mro__):
+        choices.update(vars(c).get("CHOICES", {}))
+    return choices
+
+
 def check_settings(config: Any) -> None:
     """ConfigError naming the first setting of `config` outside its class's BOUNDS or CHOICES (merged over
     the class's bases, so a task's Config adds to TrainConfig's)."""
     bounds: dict[str, Bound] = {}
-    choices: dict[str, tuple[str, ...]] = {}
     for cls in reversed(type(config).__mro__):
         bounds.update(vars(cls).get("BOUNDS", {}))
-        choices.update(vars(cls).get("CHOICES", {}))
+    choices = setting_choices(type(config))
     for name, bound in bounds.items():
         value = getattr(config, name)
         if not bound.holds(value):

@@ -40,6 +40,8 @@ class Config(TrainConfig):
     log_every: int = 10
     metric: str = "val_loss"
     metric_mode: str = "min"
+    # what the task's evaluation returns: a misspelled metric is refused before training, not at the first evaluation
+    CHOICES: ClassVar = {"metric": ("val_loss", "train_loss")}
     block_size: int = 64
     n_layer: int = 4
     n_head: int = 4

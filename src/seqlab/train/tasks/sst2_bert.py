@@ -48,7 +48,7 @@ class Config(TrainConfig):
     BOUNDS: ClassVar = {"max_len": Bound(3, note="[CLS] + at least one word piece + [SEP]"),
                         "layer_lr_decay": Bound(0, 1, open_min=True, note="1 = no decay"),
                         "max_train_examples": LIMIT, "max_dev_examples": LIMIT}
-    CHOICES: ClassVar = {"pooling": ("mean", "cls")}
+    CHOICES: ClassVar = {"metric": ("val_acc", "val_loss"), "pooling": ("mean", "cls")}
 
 
 def layer_lr_scale(num_layers: int, decay: float):

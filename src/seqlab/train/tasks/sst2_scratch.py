@@ -5,6 +5,8 @@ their dev accuracies compare; only the model differs.
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -26,6 +28,8 @@ class ScratchConfig(TrainConfig):
     log_every: int = 10
     metric: str = "val_acc"
     metric_mode: str = "max"
+    # what the task's evaluation returns: a misspelled metric is refused before training, not at the first evaluation
+    CHOICES: ClassVar = {"metric": ("val_acc", "val_loss")}
     max_minutes: float = 20.0
 
 

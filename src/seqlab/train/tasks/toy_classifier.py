@@ -39,6 +39,8 @@ class Config(TrainConfig):
     checkpoint_every: int = 20
     metric: str = "val_acc"
     metric_mode: str = "max"
+    # what the task's evaluation returns: a misspelled metric is refused before training, not at the first evaluation
+    CHOICES: ClassVar = {"metric": ("val_acc", "val_loss")}
     dim: int = 16                 # word embedding size
     hidden: int = 32              # MLP hidden units
     dropout: float = 0.1

@@ -33,6 +33,8 @@ class TranslationConfig(TrainConfig):
     log_every: int = 10
     metric: str = "val_bleu"
     metric_mode: str = "max"
+    # what the task's evaluation returns: a misspelled metric is refused before training, not at the first evaluation
+    CHOICES: ClassVar = {"metric": ("val_bleu", "val_loss")}
     vocab_size: int = 8000            # joint BPE over German + English
     max_len: int = 128                # tokens per side
     label_smoothing: float = 0.1
