@@ -50,7 +50,7 @@ def get_xp(device: str | None = None):
     if device.startswith("cuda"):
         if not _CUDA_OK:
             raise RuntimeError("device 'cuda' requested but CuPy with a working GPU is not available "
-                               "(pip install 'seqlab[gpu]')")
+                               "(pip install cupy-cuda12x, or cupy-cuda13x for CUDA 13)")
         return _cupy
     raise ValueError(f"unknown device {device!r}; expected 'cpu' or 'cuda'")
 

@@ -36,3 +36,14 @@ def test_usage_error_and_undecodable_argv_bytes(models, tmp_path):
     err = latin1.stderr.decode()
     assert latin1.returncode == 1 and err.count("\n") == 1 and "Traceback" not in err
     assert "TEXT is not valid UTF-8 (byte 0xe9 at character 3)" in err
+
+
+def test_a_bad_engine_setting_stops_train_before_it_makes_the_run_folder(tmp_path):
+    """SEQLAB_BLAS / SEQLAB_KERNELS are read before `train` writes anything: exit 1, one line, no folder."""
+    for name, choices in (("SEQLAB_BLAS", "auto, numpy, mkl"), ("SEQLAB_KERNELS", "auto, numpy, numba")):
+        out = tmp_path / name
+        proc = subprocess.run([sys.executable, "-m", "seqlab", "train", "toy-classifier", "--out", str(out)],
+                              capture_output=True, timeout=120, env={**ENV, name: "fast"})
+        err = proc.stderr.decode()
+        assert proc.returncode == 1 and err == f"error: {name}='fast': expected one of {choices}\n", err
+        assert not out.exists()

@@ -20,7 +20,8 @@ import numpy as np
 
 DEVICES = ("cpu", "cuda")
 CUDA_NAMES = ("encoder-train", "gpt-train")  # the benchmarks with a --device cuda path
-NEEDS = "--device cuda needs CuPy with a GPU and a CUDA build of torch (pip install 'seqlab[gpu]')"
+NEEDS = ("--device cuda needs CuPy with a GPU and a CUDA build of torch "
+         "(pip install cupy-cuda12x, or cupy-cuda13x for CUDA 13)")
 
 
 def where(size: str, device: str, details: str = "") -> str:

@@ -19,7 +19,8 @@ from seqlab.train.tasks import TASKS
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", metavar="TASK", help="one of: " + ", ".join(TASKS))
-    p.add_argument("--out", type=Path, metavar="RUN_DIR", help="run folder (checkpoints, metrics); required")
+    p.add_argument("--out", type=Path, metavar="RUN_DIR",
+                   help="run folder (checkpoints, metrics); required unless --print-config")
     p.add_argument("--config", type=Path, metavar="FILE.toml", help="settings file (flat keys or [tables])")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one setting (repeatable)")
     p.add_argument("--resume", action="store_true", help="continue the run in RUN_DIR from its latest checkpoint")
@@ -83,8 +84,13 @@ def run(args) -> int:
         raise DataError(f"data folder {args.data_dir} does not exist or is not a folder")
     if args.resume and latest_checkpoint(args.out) is None:
         raise UsageError(f"--resume: {args.out} has no checkpoint to resume from")
+    from seqlab import kernels, mkl
     from seqlab.train.distributed import maybe_init_distributed
 
+    # SEQLAB_BLAS and SEQLAB_KERNELS are read here, before the run folder is made: a bad value is the same
+    # one-line error (exit 1) as under `seqlab --version`, and leaves nothing behind
+    mkl.library()
+    kernels.library()
     dist = None
     try:
         layers = _layers(args)
