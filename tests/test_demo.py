@@ -37,7 +37,8 @@ def test_demo_command_prints_progress_and_writes_the_picture(tmp_path, capsys):
     assert main(["demo", "--out", str(out), "--steps", "mlp", "--mlp-steps", "20"]) == 0
     text = capsys.readouterr().out
     assert "loss" in text and "accuracy" in text and "[1/1]" in text
-    assert "first-run tour: 1 step in about 4.5 minutes," in text  # not "1 steps"
+    # not "1 steps"; and no "about 4.5 minutes" for a tour without its two training steps (it takes seconds)
+    assert "first-run tour: 1 step without training, in under a minute," in text
     assert f"MLP decision boundary  {out / 'mlp_decision_boundary.png'}" in text  # the closing summary
     png = out / "mlp_decision_boundary.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (out / "mlp_loss.png").is_file()

@@ -112,6 +112,7 @@ def test_tour_on_the_shared_data_writes_every_file_and_a_summary(tmp_path, monke
     text = capsys.readouterr().out
     assert current_blas_threads() == threads  # the tour's one BLAS thread does not outlive it
     assert threads is None or "NumPy's BLAS on 1 thread(s)" in text
+    assert "first-run tour: 5 steps in about 0.1 minutes," in text  # the budget, with training steps in the tour
 
     # 1. the chapter's 3.2, with shapes and self-checks that all pass
     assert "[5/5]" in text and "FAIL" not in text and "SYNTHETIC" not in text

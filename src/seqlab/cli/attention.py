@@ -217,6 +217,11 @@ def _load_run(run_dir: Path, checkpoint: str, need_attention: bool = True) -> tu
     run = load_run(run_dir, which=checkpoint)
     if need_attention:
         attention_kind(run.task.model)
+    return run.task.model, run_tokenizer(run_dir, run), f"{run.task_name} run, {run.checkpoint} weights"
+
+
+def run_tokenizer(run_dir: Path, run: Any) -> Any:
+    """The tokenizer of a loaded run: RUN_DIR/tokenizer, else that of the pretrained model it fine-tunes."""
     cfg = run.record.get("config", {})
     pretrained = cfg.get("pretrained") if isinstance(cfg, dict) else None
     candidates: list[Path | str] = [run_dir / TOKENIZER_DIR]
@@ -224,7 +229,7 @@ def _load_run(run_dir: Path, checkpoint: str, need_attention: bool = True) -> tu
         from seqlab.hub import resolve
 
         candidates.append(resolve(pretrained))
-    return run.task.model, _load_tokenizer(*candidates), f"{run.task_name} run, {run.checkpoint} weights"
+    return _load_tokenizer(*candidates)
 
 
 def _load_native(folder: Path, config: dict) -> tuple[Any, Any, str]:

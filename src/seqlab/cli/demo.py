@@ -310,8 +310,10 @@ def run(args: argparse.Namespace) -> int:
     out = make_folder(pathlib.Path(args.out))
     ctx = Context(args, out, wanted)
     with tour.blas_threads(args.blas_threads or None) as threads:
-        print(f"seqlab's first-run tour: {_plural(len(wanted), 'step')} in about "
-              f"{args.minutes:g} minute{'' if args.minutes == 1 else 's'}, writing to {out}/ "
+        # the budget goes to the two training steps; without them the tour takes seconds, not the budget
+        when = (f"in about {args.minutes:g} minute{'' if args.minutes == 1 else 's'}"
+                if set(wanted) & set(AFTER_TRAINING_S) else "without training, in under a minute")
+        print(f"seqlab's first-run tour: {_plural(len(wanted), 'step')} {when}, writing to {out}/ "
               f"(NumPy's BLAS on {threads if threads is not None else 'its default number of'} thread(s))")
         for i, name in enumerate(wanted, 1):
             step = known[name]

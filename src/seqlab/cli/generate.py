@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 
 from seqlab.cli._args import int_at_least
-from seqlab.cli.attention import _load_run, is_run_folder
+from seqlab.cli.attention import is_run_folder, run_tokenizer
 from seqlab.cli._text import add_truncation_argument, check_text, check_vocabulary, warn
 
 
@@ -54,10 +54,18 @@ def run(args) -> int:
     names = ["--prompt" if len(args.prompt) == 1 else f"--prompt {i + 1}" for i in range(len(args.prompt))]
     for name, prompt in zip(names, args.prompt):
         check_text(prompt, name)
-    if is_run_folder(Path(args.model_dir).expanduser()):
-        model, tok, _ = _load_run(Path(args.model_dir).expanduser(), args.checkpoint or "best",
-                                  need_attention=False)
-        model.eval()
+    path = Path(args.model_dir).expanduser()
+    if is_run_folder(path):
+        from seqlab.errors import CheckpointError
+        from seqlab.train.runs import load_run
+
+        run = load_run(path, which=args.checkpoint or "best")
+        model = run.task.model.eval()
+        if not hasattr(model, "generate"):
+            raise CheckpointError(f"{args.model_dir} is a seqlab run folder (task {run.task_name}) whose "
+                                  f"{type(model).__name__} does not generate text; give a shakespeare-gpt run "
+                                  f"folder, or the Hugging Face folder clm-pretrain writes at RUN/pretrained")
+        tok = run_tokenizer(path, run)
     else:
         if args.checkpoint is not None:
             raise UsageError(f"--checkpoint {args.checkpoint} picks a seqlab run's weights, but {args.model_dir} "
