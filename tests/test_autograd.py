@@ -342,3 +342,59 @@ def test_backward_through_a_branch_freed_by_an_earlier_backward_is_an_error():
     y1.backward()
     with pytest.raises(RuntimeError, match="second time"):
         y2.backward()
+
+
+def test_a_saved_array_changed_in_place_after_the_forward_pass_stops_backward_as_in_torch():
+    """w·w saved w; changing w under no_grad before backward would give 2·(new w): torch and seqlab refuse."""
+    w = seqlab.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    wt = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    y, yt = (w * w).sum(), (wt * wt).sum()
+    with seqlab.no_grad():
+        w.copy_(np.array([10.0, 20.0, 30.0]))
+    with torch.no_grad():
+        wt.copy_(torch.tensor([10.0, 20.0, 30.0]))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        yt.backward()
+    with pytest.raises(RuntimeError, match=r"Mul saved for backward .* changed in place"):
+        y.backward()
+    # a non-leaf's array, changed the same way
+    x = seqlab.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    h = x * 2.0
+    z = (h * h).sum()
+    with seqlab.no_grad():
+        h.zero_()
+    with pytest.raises(RuntimeError, match="changed in place"):
+        z.backward()
+
+
+def test_in_place_changes_that_no_backward_reads_are_fine():
+    """x + 1 saves nothing: changing x afterwards leaves its gradient right (torch agrees); a new forward
+    after the change sees the new values."""
+    w = seqlab.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    y = (w + 1.0).sum()
+    with seqlab.no_grad():
+        w.fill_(5.0)
+    y.backward()
+    assert np.array_equal(w.grad, [1.0, 1.0])
+    w.grad = None
+    (w * w).sum().backward()  # the graph built after the change
+    assert np.array_equal(w.grad, [10.0, 10.0])
+    c = seqlab.tensor(np.array([1.0, 2.0]))  # a constant changed after a forward that saved it, then rebuilt
+    (w * c).sum()
+    c.zero_()
+    w.grad = None
+    (w * c).sum().backward()
+    assert np.array_equal(w.grad, [0.0, 0.0])
+
+
+@pytest.mark.parametrize("change", [lambda t: t.zero_(), lambda t: t.fill_(1.0), lambda t: t.copy_(np.ones(2))])
+def test_a_tensor_that_requires_grad_is_changed_in_place_only_under_no_grad(change):
+    w = seqlab.tensor(np.array([3.0, 4.0]), requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf tensor that requires grad .*no_grad"):
+        change(w)
+    assert np.array_equal(w.data, [3.0, 4.0])
+    with pytest.raises(RuntimeError, match="part of a graph"):
+        change(w * 2.0)
+    with seqlab.no_grad():
+        change(w)
+    assert w.data[1] in (0.0, 1.0)

@@ -131,6 +131,26 @@ def test_nll_loss_nd_layout():
                  lambda x, t: TF.nll_loss(TF.log_softmax(x, 1), t, reduction=red), [(2, 4, 3), tgt])
 
 
+def test_nll_loss_rejects_out_of_range_targets_like_torch():
+    """A target below 0 or >= C that is not ignore_index raises IndexError naming it and C, where torch raises
+    too (-1 used to pick class C-1 by negative indexing); ignore_index itself, even -1, stays allowed."""
+    lp = np.log(np.random.default_rng(3).dirichlet(np.ones(3), size=2))  # (2, 3) log-probabilities
+    for bad in (-1, 3):
+        tgt = np.array([0, bad])
+        with pytest.raises(IndexError, match=f"target class {bad} is out of range for 3 classes"):
+            F.nll_loss(seqlab.tensor(lp), tgt)
+        with pytest.raises(IndexError):
+            TF.nll_loss(torch.from_numpy(lp), torch.from_numpy(tgt))
+        with pytest.raises(IndexError, match=f"target class {bad} is out of range for 3 classes"):
+            F.nll_loss(seqlab.tensor(lp[:, :, None]), tgt[:, None], reduction="none")  # (N, C, d) layout
+    tgt = np.array([2, -1])
+    for red in ("mean", "sum", "none"):
+        ours = F.nll_loss(seqlab.tensor(lp), tgt, ignore_index=-1, reduction=red).numpy()
+        theirs = TF.nll_loss(torch.from_numpy(lp), torch.from_numpy(tgt), ignore_index=-1, reduction=red).numpy()
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+    assert F.nll_loss(seqlab.tensor(lp), tgt, ignore_index=-1).item() == pytest.approx(-lp[0, 2])
+
+
 def test_mse_loss_warns_when_the_shapes_broadcast():
     """(4, 1) against (4,) broadcasts to (4, 4), a silent mistake: warned, as torch does, and the value
     stays torch's."""

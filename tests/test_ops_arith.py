@@ -138,6 +138,92 @@ def test_mixed_dtypes_promote_like_torch():
     assert a.grad.dtype == np.float32 and b.grad.dtype == np.float64
 
 
+def _t(x):
+    return torch.from_numpy(np.asarray(x))
+
+
+@pytest.mark.parametrize("a_dtype, b", [
+    (np.float32, np.array([1, 3, 2])),             # a float tensor times an int64 one stays float32
+    (np.float64, np.array([1, 3, 2], np.int32)),
+    (np.int64, np.array([0.5, 1.5, 2.5], np.float32)),
+    (np.int64, np.array([True, True, True])),     # (no zeros: the division cases divide by them)
+    (np.float32, np.array(2.0)),                   # a 0-d float64 tensor does not widen a float32 one
+    (np.int64, 0.5), (np.int64, 2), (np.bool_, 3), (np.bool_, 1.5), (np.float32, 2), (np.int32, 7),
+])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "truediv", "radd", "rsub", "rmul", "rtruediv"])
+def test_result_dtypes_follow_torchs_promotion_not_numpys(a_dtype, b, op):
+    """NumPy would make float32 · int64 float64 and int64 · 0.5 or int64 / 2 float64; torch keeps float32."""
+    a_np = np.array([1, 2, 3]).astype(a_dtype)
+    a, a_t = seqlab.tensor(a_np), _t(a_np)
+    other = seqlab.tensor(b) if isinstance(b, np.ndarray) else b
+    other_t = _t(b) if isinstance(b, np.ndarray) else b
+    if op in ("sub", "rsub") and (a_dtype == np.bool_ or getattr(b, "dtype", None) == np.bool_):
+        pytest.skip("torch refuses - on bool tensors")
+    got = getattr(a, f"__{op}__")(other)
+    want = getattr(a_t, f"__{op}__")(other_t)
+    assert got.dtype == want.numpy().dtype, (got.dtype, want.dtype)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_a_float_tensor_meeting_an_int_one_keeps_its_gradient_dtype():
+    x = seqlab.randn(3, requires_grad=True)
+    mask = seqlab.tensor(np.array([1, 0, 1]))
+    (x * mask).sum().backward()
+    assert x.grad.dtype == np.float32 and np.array_equal(x.grad, [1, 0, 1])
+
+
+def test_power_with_a_tensor_exponent_takes_negative_bases_and_zero_to_the_zero():
+    """(−2)² = 4 with gradient −4 and 0⁰ = 1 as in torch (exp(b·log a) gave NaN for both)."""
+    a_np, b_np = np.array([-2.0, 3.0, 0.0, 0.0, 2.0]), np.array([2.0, 2.0, 0.0, 3.0, -1.0])
+    a, b = seqlab.tensor(a_np, requires_grad=True), seqlab.tensor(b_np, requires_grad=True)
+    at, bt = _t(a_np).requires_grad_(), _t(b_np).requires_grad_()
+    y, yt = a ** b, at ** bt
+    np.testing.assert_allclose(y.numpy(), yt.detach().numpy())
+    y.sum().backward()
+    yt.sum().backward()
+    np.testing.assert_allclose(a.grad, at.grad.numpy())
+    finite = a_np > 0  # torch's d/db at a negative base is NaN (log of a negative number), ours too
+    np.testing.assert_allclose(b.grad[finite], bt.grad.numpy()[finite])
+    assert np.isnan(b.grad[0]) and np.isnan(bt.grad.numpy()[0])
+    assert b.grad[2] == bt.grad.numpy()[2] == 0 and b.grad[3] == bt.grad.numpy()[3] == 0
+    base = seqlab.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    z, zt = 2 ** base, 2 ** _t(np.array([1.0, 2.0])).requires_grad_()
+    np.testing.assert_allclose(z.numpy(), zt.detach().numpy())
+
+
+@pytest.mark.parametrize("p", [2, 3, 0.5])
+def test_norm_at_the_zero_vector_has_a_zero_gradient(p):
+    a = seqlab.tensor(np.zeros(3), requires_grad=True)
+    at = torch.zeros(3, dtype=torch.float64, requires_grad=True)
+    a.norm(p).backward()
+    at.norm(p).backward()
+    np.testing.assert_array_equal(a.grad, at.grad.numpy())
+    b = seqlab.tensor(np.array([3.0, -4.0, 0.0]), requires_grad=True)  # elsewhere the usual gradient
+    bt = _t(np.array([3.0, -4.0, 0.0])).requires_grad_()
+    b.norm(p).backward()
+    bt.norm(p).backward()
+    np.testing.assert_allclose(b.grad, bt.grad.numpy(), rtol=1e-12)
+
+
+def test_power_zero_has_a_zero_gradient_at_zero():
+    a = seqlab.tensor(np.array([0.0, 1.0, -2.0]), requires_grad=True)
+    (a ** 0).sum().backward()
+    assert np.array_equal(a.grad, [0.0, 0.0, 0.0])
+
+
+def test_masked_fill_with_a_tensor_value_passes_its_gradient():
+    m = np.array([True, False, True])
+    v, vt = seqlab.tensor(np.array(2.0), requires_grad=True), torch.tensor(2.0, dtype=torch.float64, requires_grad=True)
+    x = seqlab.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    xt = _t(np.array([1.0, 2.0, 3.0])).requires_grad_()
+    (x.masked_fill(m, v) * x).sum().backward()
+    (xt.masked_fill(torch.tensor(m), vt) * xt).sum().backward()
+    assert v.grad == vt.grad.item() == 4.0
+    np.testing.assert_array_equal(x.grad, xt.grad.numpy())
+    with pytest.raises(ValueError, match="0-dimensional value"):
+        x.masked_fill(m, seqlab.tensor(np.ones(3)))
+
+
 def test_constant_operand_gets_no_gradient():
     check_op(lambda a, b: a * b + b, lambda a, b: a * b + b, [(3, 4), const(np.ones((3, 4)))])
 

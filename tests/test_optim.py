@@ -223,6 +223,69 @@ def test_lambda_lr_per_group_lambdas():
         optim.LambdaLR(s_opt, [optim.constant()])
 
 
+def test_lambda_lr_takes_the_groups_lr_when_the_schedule_is_built_like_torch():
+    """An lr changed after the optimizer was built (an lr finder, per-group scaling) is the schedule's base lr,
+    as torch's initial_lr; a second schedule on the same optimizer reuses the first one's base lrs."""
+    s, t = _models()
+    s_opt = optim.SGD(_groups(s, True, {"lr": 0.5}), lr=0.1)
+    t_opt = torch.optim.SGD(_groups(t, True, {"lr": 0.5}), lr=0.1)
+    assert "initial_lr" not in s_opt.param_groups[0] and "initial_lr" not in t_opt.param_groups[0]
+    for opt in (s_opt, t_opt):
+        opt.param_groups[0]["lr"], opt.param_groups[1]["lr"] = 0.3, 0.02
+    s_sched = optim.LambdaLR(s_opt, optim.warmup_linear(3, 10))
+    t_sched = torch.optim.lr_scheduler.LambdaLR(t_opt, optim.warmup_linear(3, 10))
+    assert s_sched.base_lrs == t_sched.base_lrs == [0.3, 0.02]
+    for _ in range(6):
+        s_opt.step()
+        t_opt.step()
+        s_sched.step()
+        t_sched.step()
+        assert s_sched.get_last_lr() == pytest.approx(t_sched.get_last_lr(), rel=1e-12)
+    assert s_sched.get_last_lr() == pytest.approx([0.3 * 4 / 7, 0.02 * 4 / 7])
+    s_again = optim.LambdaLR(s_opt, optim.constant())
+    t_again = torch.optim.lr_scheduler.LambdaLR(t_opt, optim.constant())
+    assert s_again.base_lrs == t_again.base_lrs == [0.3, 0.02]
+    assert s_again.get_last_lr() == pytest.approx(t_again.get_last_lr(), rel=1e-12)
+
+
+def test_lambda_lr_resume_needs_initial_lr_and_restores_base_lrs_like_torch():
+    """last_epoch >= 0 without initial_lr raises KeyError (torch too); load_state_dict restores the base lrs of
+    the saved schedule, not the fresh optimizer's lr, and a state saved before base_lrs were kept still loads."""
+    p = [nn.Parameter(np.ones(2))]
+    with pytest.raises(KeyError, match=r"initial_lr.*param_groups\[0\]"):
+        optim.LambdaLR(optim.SGD(p, lr=0.1), optim.constant(), last_epoch=3)
+    with pytest.raises(KeyError, match="initial_lr"):
+        torch.optim.lr_scheduler.LambdaLR(torch.optim.SGD([torch.zeros(2, requires_grad=True)], lr=0.1),
+                                          optim.constant(), last_epoch=3)
+    f = optim.warmup_linear(3, 10)
+    saved = {}
+    for lib, make_opt, make_sched in (("s", lambda: optim.SGD(p, lr=0.1), optim.LambdaLR),
+                                      ("t", lambda: torch.optim.SGD([torch.zeros(2, requires_grad=True)], lr=0.1),
+                                       torch.optim.lr_scheduler.LambdaLR)):
+        opt = make_opt()
+        opt.param_groups[0]["lr"] = 0.4
+        sched = make_sched(opt, f)
+        for _ in range(4):
+            opt.step()
+            sched.step()
+        state = sched.state_dict()
+        fresh = make_opt()  # lr 0.1, as a trainer builds it before restoring
+        resumed = make_sched(fresh, f)
+        resumed.load_state_dict(state)
+        resumed.step()
+        saved[lib] = (state["base_lrs"], resumed.get_last_lr())
+    assert saved["s"][0] == saved["t"][0] == [0.4]
+    assert saved["s"][1] == pytest.approx(saved["t"][1], rel=1e-12)
+    assert saved["s"][1] == pytest.approx([0.4 * 5 / 7])
+    old = optim.SGD(p, lr=0.1)
+    old.param_groups[0]["initial_lr"] = 0.4  # an older checkpoint's optimizer state carries initial_lr
+    opt = optim.SGD(p, lr=0.1)
+    sched = optim.LambdaLR(opt, f)
+    opt.load_state_dict(old.state_dict())  # the trainer's order: schedule built, then both states loaded
+    sched.load_state_dict({"last_epoch": 5})
+    assert sched.base_lrs == [0.4] and sched.get_last_lr() == pytest.approx([0.4 * 5 / 7])
+
+
 # ---- clipping ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("max_norm, norm_type", [(0.5, 2.0), (100.0, 2.0), (0.3, 1.0), (0.1, math.inf)])
 def test_clip_grad_norm_equals_torch(max_norm, norm_type):
@@ -248,3 +311,32 @@ def test_clip_grad_norm_single_tensor_and_value():
     with pytest.raises(RuntimeError, match="inf"):
         p.grad = np.array([np.inf, 1.0])
         optim.clip_grad_norm_([p], 1.0, error_if_nonfinite=True)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, math.inf])
+@pytest.mark.parametrize("bad, max_norm", [(np.nan, 1.0), (np.inf, 1.0), (np.inf, math.inf), (-np.inf, 100.0)])
+def test_clip_grad_norm_scales_by_a_non_finite_norm_like_torch(norm_type, bad, max_norm):
+    """A NaN or infinite total norm still scales every gradient, as torch: NaN makes them all NaN, inf makes the
+    finite entries 0; with error_if_nonfinite=True both libraries raise and leave the gradients as they were."""
+    g = [np.array([3.0, 4.0, bad]), np.array([[0.5, -2.0]])]
+    s = [nn.Parameter(np.zeros_like(a)) for a in g]
+    t = [torch.zeros(a.shape, dtype=torch.float64, requires_grad=True) for a in g]
+    for sp, tp, a in zip(s, t, g):
+        sp.grad, tp.grad = a.copy(), torch.from_numpy(a.copy())
+    ns = optim.clip_grad_norm_(s, max_norm, norm_type)
+    nt = torch.nn.utils.clip_grad_norm_(t, max_norm, norm_type)
+    assert isinstance(ns, float)
+    np.testing.assert_array_equal(ns, nt.item())
+    for sp, tp in zip(s, t):
+        np.testing.assert_array_equal(sp.grad, tp.grad.numpy())
+    expect = np.nan if np.isnan(bad) or max_norm == math.inf else 0.0  # inf / inf is NaN too
+    np.testing.assert_array_equal(s[1].grad, np.full((1, 2), expect))
+    for sp, tp, a in zip(s, t, g):
+        sp.grad, tp.grad = a.copy(), torch.from_numpy(a.copy())
+    with pytest.raises(RuntimeError, match=r"non-finite.*error_if_nonfinite=False"):
+        optim.clip_grad_norm_(s, max_norm, norm_type, error_if_nonfinite=True)
+    with pytest.raises(RuntimeError, match="non-finite"):
+        torch.nn.utils.clip_grad_norm_(t, max_norm, norm_type, error_if_nonfinite=True)
+    for sp, tp, a in zip(s, t, g):
+        np.testing.assert_array_equal(sp.grad, a)
+        np.testing.assert_array_equal(tp.grad.numpy(), a)

@@ -193,6 +193,15 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
     raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
+def _check_targets(tgt, c: int, ignore_index: int) -> None:
+    """Every target other than `ignore_index` must be a class in 0..c-1 (torch raises too): a negative one
+    would otherwise pick a class from the end, silently, by NumPy's negative indexing."""
+    valid = tgt[tgt != ignore_index]
+    if valid.size and (int(valid.min()) < 0 or int(valid.max()) >= c):
+        raise IndexError(f"target class {int(valid.max()) if int(valid.max()) >= c else int(valid.min())} "
+                         f"is out of range for {c} classes")
+
+
 def cross_entropy(logits: Tensor, target, ignore_index: int = -100, label_smoothing: float = 0.0,
                   reduction: str = "mean") -> Tensor:
     """Softmax cross-entropy, torch layout: logits (N, C) or (N, C, d1, ...), target (N) or (N, d1, ...)."""
@@ -211,10 +220,7 @@ def cross_entropy(logits: Tensor, target, ignore_index: int = -100, label_smooth
     expected = (logits.shape[0],) + logits.shape[2:]
     if tuple(tgt.shape) != expected:
         raise ValueError(f"cross_entropy: logits {logits.shape} need target shape {expected}, got {tuple(tgt.shape)}")
-    valid = tgt[tgt != ignore_index]
-    if valid.size and (int(valid.min()) < 0 or int(valid.max()) >= c):
-        raise IndexError(f"target class {int(valid.max()) if int(valid.max()) >= c else int(valid.min())} "
-                         f"is out of range for {c} classes")
+    _check_targets(tgt, c, ignore_index)
     if logits.ndim > 2:  # (N, C, d...) -> (N·d..., C)
         perm = (0,) + tuple(range(2, logits.ndim)) + (1,)
         out_shape = expected
@@ -235,6 +241,7 @@ def nll_loss(log_probs: Tensor, target, ignore_index: int = -100, reduction: str
     """−log_probs[target], torch layout: (N, C) or (N, C, d1, ...) with target (N) or (N, d1, ...).
 
     'mean' divides by the number of targets that are not `ignore_index` (NaN when there are none, as torch).
+    A target outside 0..C-1 that is not `ignore_index` raises IndexError, as in `cross_entropy`.
     """
     lp = _t(log_probs)
     tgt = backend.to_device(_arr(target), lp.device)
@@ -243,6 +250,7 @@ def nll_loss(log_probs: Tensor, target, ignore_index: int = -100, reduction: str
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     out_shape = tuple(tgt.shape)
+    _check_targets(tgt, lp.shape[1] if lp.ndim >= 2 else lp.shape[0], ignore_index)
     if lp.ndim > 2:  # (N, C, d...) -> (N·d..., C)
         lp = lp.permute((0,) + tuple(range(2, lp.ndim)) + (1,)).reshape(-1, lp.shape[1])
     tgt = tgt.reshape(-1)

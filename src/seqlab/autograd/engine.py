@@ -25,6 +25,7 @@ import sys
 
 import numpy as np
 
+from seqlab.autograd import versions as _versions
 from seqlab.autograd.function import Function, IndexGrad, unbroadcast
 from seqlab.autograd.memory import retain_freed_memory_once
 
@@ -155,6 +156,8 @@ def run_backward(root, grad, retain_graph: bool = False) -> None:
         if made is not None and made._retains_grad:
             made.grad = g.copy() if made.grad is None else made.grad + g
         del made
+        if _versions._clock:  # something was changed in place in this process: not what fn saved, we hope
+            _versions.check(fn)
         parent_grads = fn.backward(g)
         if not isinstance(parent_grads, tuple):
             parent_grads = (parent_grads,)

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from seqlab.autograd import versions as _versions
+
 _state = threading.local()
 
 
@@ -73,6 +75,7 @@ class Function:
 
     def save_for_backward(self, *arrays: Any) -> None:
         self.saved = arrays
+        self._saved_clock = _versions._clock  # backward checks that none was changed in place since
 
     def forward(self, *args, **kwargs):  # pragma: no cover - abstract
         raise NotImplementedError

@@ -13,6 +13,7 @@ import numpy as np
 
 from seqlab import backend
 from seqlab.autograd import engine
+from seqlab.autograd import versions as _versions
 from seqlab.autograd.function import is_grad_enabled
 from seqlab.autograd.ops import activation as A
 from seqlab.autograd.ops import elementwise as E
@@ -42,6 +43,9 @@ def _to_array(data: Any, dtype=None, device: str | None = None):
 
 def _arr(x):
     return x.data if isinstance(x, Tensor) else x
+
+
+_KIND_RANK = {"b": 0, "i": 1, "u": 1, "f": 2}  # torch's promotion categories: bool < integer < float
 
 
 class Tensor:
@@ -158,19 +162,34 @@ class Tensor:
         self.requires_grad = mode
         return self
 
+    # In-place changes. Under grad mode a tensor that requires grad refuses them (a leaf's would go unseen
+    # by the graph, as torch refuses; seqlab records no in-place ops, so a non-leaf's would too); under
+    # no_grad they are counted, and a backward that would read the old values raises (autograd/versions.py).
+    def _in_place(self, name: str) -> None:
+        if self.requires_grad and is_grad_enabled():
+            what = "a leaf tensor that requires grad" if self._ctx is None else "a tensor that is part of a graph"
+            raise RuntimeError(f"{name}: {what} cannot be changed in place while gradients are recorded; "
+                               f"do it under seqlab.no_grad() (e.g. to set parameters), or change a clone()")
+
     def zero_(self) -> "Tensor":
+        self._in_place("zero_")
         self.data[...] = 0
+        _versions.bump(self.data)
         return self
 
     def fill_(self, value) -> "Tensor":
+        self._in_place("fill_")
         self.data[...] = value if not hasattr(value, "shape") else backend.to_device(_arr(value), self.device)
+        _versions.bump(self.data)
         return self
 
     def copy_(self, other) -> "Tensor":
+        self._in_place("copy_")
         src = backend.to_device(np.asarray(other) if not hasattr(other, "shape") else _arr(other), self.device)
         if tuple(src.shape) != self.shape:
             raise ValueError(f"copy_: source has shape {tuple(src.shape)} but the tensor has shape {self.shape}")
         self.data[...] = src
+        _versions.bump(self.data)
         return self
 
     # ---- conversion -------------------------------------------------------
@@ -220,40 +239,92 @@ class Tensor:
             return self.dtype.type(x)  # keep float32 float32
         return _to_array(x, device=self.device)
 
+    def _promoted(self, x, true_divide: bool = False):
+        """(self, x) as operands of an arithmetic op, with torch's result dtype rather than NumPy's.
+
+        Kinds rank bool < integer < float. Between tensors (and arrays) the higher kind's dtype wins, so a
+        float32 tensor times an int64 one stays float32 (NumPy: float64); within a kind the wider dtype
+        wins, except that a 0-d tensor takes the dtype of one with dims. A Python or NumPy scalar takes the
+        tensor's dtype unless it is of a higher kind: then a float scalar makes an integer or bool tensor
+        the default float dtype (float32), an int makes a bool tensor int64. `true_divide`: integers divide
+        into the default float dtype, as torch's `/`. Only a float operand can carry a gradient, and a cast
+        of one keeps it (`astype`).
+        """
+        a, b = self, x
+        scalar = isinstance(b, (int, float, bool, np.number))
+        if not scalar and not isinstance(b, Tensor):
+            b = Tensor(_to_array(b, device=self.device))
+        kind_b = (2 if isinstance(b, (float, np.floating)) else 0 if isinstance(b, (bool, np.bool_)) else 1) \
+            if scalar else _KIND_RANK.get(b.dtype.kind, 2)
+        kind_a = _KIND_RANK.get(a.dtype.kind, 2)
+        if scalar:
+            if kind_b > kind_a:
+                a = a._cast(np.dtype(backend.default_dtype()) if kind_b == 2 else np.dtype(np.int64))
+            b = a.dtype.type(b)
+        elif kind_a != kind_b:
+            if kind_a < kind_b:
+                a = a._cast(b.dtype)
+            else:
+                b = b._cast(a.dtype)
+        elif a.dtype != b.dtype and (a.ndim == 0) != (b.ndim == 0):  # a 0-d tensor does not widen one with dims
+            if a.ndim == 0:
+                a = a._cast(b.dtype)
+            else:
+                b = b._cast(a.dtype)
+        if true_divide and a.dtype.kind != "f" and (scalar or b.dtype.kind != "f"):
+            float_dtype = np.dtype(backend.default_dtype())
+            a = a._cast(float_dtype)
+            b = float_dtype.type(b) if scalar else b._cast(float_dtype)
+        return a, b
+
+    def _cast(self, dtype) -> "Tensor":
+        """This tensor in `dtype` for an op's operands: itself when the dtype matches, through `astype` (the
+        gradient flows back) when it requires one, else a plain copy."""
+        if self.dtype == dtype:
+            return self
+        if self.requires_grad:
+            return self.astype(dtype)
+        return Tensor(self.data.astype(dtype))
+
     def __add__(self, o):
-        return E.Add.apply(self, self._other(o))
+        return E.Add.apply(*self._promoted(o))
 
     def __radd__(self, o):
-        return E.Add.apply(self._other(o), self)
+        a, b = self._promoted(o)
+        return E.Add.apply(b, a)
 
     def __sub__(self, o):
-        return E.Sub.apply(self, self._other(o))
+        return E.Sub.apply(*self._promoted(o))
 
     def __rsub__(self, o):
-        return E.Sub.apply(self._other(o), self)
+        a, b = self._promoted(o)
+        return E.Sub.apply(b, a)
 
     def __mul__(self, o):
-        return E.Mul.apply(self, self._other(o))
+        return E.Mul.apply(*self._promoted(o))
 
     def __rmul__(self, o):
-        return E.Mul.apply(self._other(o), self)
+        a, b = self._promoted(o)
+        return E.Mul.apply(b, a)
 
     def __truediv__(self, o):
-        return E.Div.apply(self, self._other(o))
+        return E.Div.apply(*self._promoted(o, true_divide=True))
 
     def __rtruediv__(self, o):
-        return E.Div.apply(self._other(o), self)
+        a, b = self._promoted(o, true_divide=True)
+        return E.Div.apply(b, a)
 
     def __neg__(self):
         return E.Neg.apply(self)
 
     def __pow__(self, p):
         if isinstance(p, Tensor):
-            return (p * self.log()).exp()
+            return E.PowTensor.apply(*self._promoted(p))
         return E.Pow.apply(self, p)
 
     def __rpow__(self, base):
-        return (self * float(np.log(base))).exp()
+        b, a = self._promoted(base)  # base ** self: the scalar base in the promoted dtype
+        return E.PowTensor.apply(Tensor(backend.get_xp(self.device).asarray(a, dtype=b.dtype)), b)
 
     def __matmul__(self, o):
         o = o if isinstance(o, Tensor) else Tensor(o)
@@ -312,6 +383,12 @@ class Tensor:
             raise TypeError(f"masked_fill expects a bool mask, got dtype {m.dtype}")
         m = backend.to_device(m, self.device)  # a host mask for a GPU tensor: copied there
         if isinstance(value, Tensor):
+            if value.ndim != 0:
+                raise ValueError(f"masked_fill only supports a 0-dimensional value tensor, got {value.ndim} dimensions")
+            if value.requires_grad and is_grad_enabled():  # the value's gradient: the sum over the filled places
+                from seqlab.creation import where
+
+                return where(m, value._cast(self.dtype), self)
             value = value.item()
         return E.MaskedFill.apply(self, m, value)
 
@@ -340,13 +417,15 @@ class Tensor:
 
     def norm(self, p: float = 2, dim=None, keepdim: bool = False) -> "Tensor":
         """(Σ|x|^p)^(1/p) over `dim` (all elements by default)."""
+        # at the zero vector the gradient is 0, as torch's (the formulas' chain rule reads 0 · inf = NaN there)
         if p == 2:
-            return (self * self).sum(dim, keepdim).sqrt()
+            return E.Sqrt.apply((self * self).sum(dim, keepdim), zero_at_zero=True)
         if p == 1:
             return self.abs().sum(dim, keepdim)
         if p == float("inf"):
             return self.abs().amax(dim, keepdim)
-        return (self.abs() ** p).sum(dim, keepdim) ** (1.0 / p)
+        powers = E.Pow.apply(self.abs(), p, zero_at_zero=True)  # p < 1: 0, not inf, at a zero element
+        return E.Pow.apply(powers.sum(dim, keepdim), 1.0 / p, zero_at_zero=True)
 
     # ---- comparisons (no gradient) ---------------------------------------
     def __eq__(self, o):  # noqa: D105

@@ -42,7 +42,6 @@ class Optimizer:
             v = group.get(k, 0.0)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v >= 0):
                 raise ValueError(f"{type(self).__name__}: {k} must be a finite number >= 0, got {v!r}")
-        group.setdefault("initial_lr", group["lr"])
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         for p in group["params"]:
             if id(p) in seen:

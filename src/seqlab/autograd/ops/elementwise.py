@@ -57,17 +57,55 @@ class Neg(Function):
 
 
 class Pow(Function):
-    """a ** p for a constant exponent p (a tensor exponent goes through exp/log)."""
+    """a ** p for a constant exponent p (a tensor exponent: `PowTensor`).
 
-    def forward(self, a, p):
+    The gradient p·a^(p−1) is 0 for p = 0 (torch's; the formula reads 0·0^(−1) = NaN at a = 0).
+    `zero_at_zero`: also 0 where a = 0 (a norm's subgradient at the zero vector, as torch's norm).
+    """
+
+    def forward(self, a, p, zero_at_zero: bool = False):
         self.save_for_backward(a)
-        self.p = p
+        self.p, self.zero_at_zero = p, zero_at_zero
         return a ** p
 
     def backward(self, grad):
         (a,) = self.saved
         p = self.p
+        xp = xp_of(grad)
+        if p == 0:
+            return xp.zeros_like(grad), None
+        if self.zero_at_zero:
+            safe = xp.where(a == 0, a.dtype.type(1), a)
+            return xp.where(a == 0, grad.dtype.type(0), grad * p * safe ** (p - 1)), None
         return grad * p * a ** (p - 1), None
+
+
+class PowTensor(Function):
+    """a ** b, both tensors (broadcast), computed as a power, not exp(b·log a): a negative base with an
+    integer exponent has its value ((−2)² = 4) and gradient, 0 ** 0 = 1, as in torch.
+
+    d/da = b·a^(b−1) (0 where b = 0); d/db = a^b·log a, 0 where a = 0 and b >= 0 (torch's convention;
+    NaN for a negative base, whose log is not real).
+    """
+
+    def forward(self, a, b):
+        xp = xp_of(a)
+        out = xp.power(a, b)
+        self.save_for_backward(a, b, out)
+        return out
+
+    def backward(self, grad):
+        a, b, out = self.saved
+        xp = xp_of(grad)
+        zero = grad.dtype.type(0)
+        ga = gb = None
+        if self.needs_input_grad[0]:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ga = xp.where(b == 0, zero, grad * b * xp.power(a, b - 1))
+        if self.needs_input_grad[1]:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                gb = xp.where((a == 0) & (b >= 0), zero, grad * out * xp.log(a))
+        return ga, gb
 
 
 class Exp(Function):
@@ -90,13 +128,21 @@ class Log(Function):
 
 
 class Sqrt(Function):
-    def forward(self, a):
+    """√a; `zero_at_zero`: the gradient is 0 where √a = 0 instead of inf (a 2-norm's subgradient at the
+    zero vector, as torch's norm gives)."""
+
+    def forward(self, a, zero_at_zero: bool = False):
         out = xp_of(a).sqrt(a)
         self.save_for_backward(out)
+        self.zero_at_zero = zero_at_zero
         return out
 
     def backward(self, grad):
-        return (grad / (2 * self.saved[0]),)
+        (out,) = self.saved
+        if not self.zero_at_zero:
+            return (grad / (2 * out),)
+        xp = xp_of(grad)
+        return (xp.where(out == 0, grad.dtype.type(0), grad / (2 * xp.where(out == 0, out.dtype.type(1), out))),)
 
 
 class Abs(Function):
