@@ -12,6 +12,7 @@ from seqlab import random as _random
 from seqlab.autograd.ops import activation as A
 from seqlab.autograd.ops import fused as Fu
 from seqlab.autograd.ops import matmul as M
+from seqlab.autograd.function import is_grad_enabled
 from seqlab.autograd.tensor import Tensor, _arr
 from seqlab.creation import where  # noqa: F401  (re-exported: F.where)
 
@@ -319,10 +320,12 @@ def _mask_parts(attn_mask, is_causal, tq, tk, xp, dtype):
 
 def attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None, dropout_p: float = 0.0,
               is_causal: bool = False, scale: float | None = None, training: bool = True,
-              generator=None) -> tuple[Tensor, Tensor]:
-    """softmax(q kᵀ · scale + mask) v and the attention weights (..., Tq, Tk), detached.
+              generator=None, weights_grad: bool = False) -> tuple[Tensor, Tensor]:
+    """softmax(q kᵀ · scale + mask) v and the attention weights (..., Tq, Tk), taken before dropout.
 
-    Mask semantics are those of `scaled_dot_product_attention`.
+    Mask semantics are those of `scaled_dot_product_attention`. The weights are detached (one fused op,
+    which keeps no T × T array for backward) unless `weights_grad`: then the attention is built from
+    autograd ops and the weights carry gradients, as torch's `MultiheadAttention` returns them.
     """
     q, k, v = _t(query), _t(key), _t(value)
     if q.shape[-1] != k.shape[-1]:
@@ -330,11 +333,12 @@ def attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None, dropout
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"key has shape {k.shape} and value {v.shape}: they need the same length (dim -2)")
     return _attention(Fu.Attention, [q, k, v], q.shape, k.shape, v.shape, q.dtype, backend.xp_of(q.data),
-                      attn_mask, dropout_p, is_causal, scale, training, generator)
+                      attn_mask, dropout_p, is_causal, scale, training, generator, weights_grad=weights_grad)
 
 
 def attention_qkv(qkv: Tensor, num_heads: int, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
-                  scale: float | None = None, training: bool = True, generator=None) -> tuple[Tensor, Tensor]:
+                  scale: float | None = None, training: bool = True, generator=None,
+                  weights_grad: bool = False) -> tuple[Tensor, Tensor]:
     """`attention` of q, k and v packed in one (B, T, 3·E) tensor, q | k | v along the last axis (a fused
     in-projection's output, e.g. `nn.MultiheadAttention`'s in_proj or GPT-2's c_attn), each split into
     `num_heads` heads of E / num_heads: the same (B, H, T, D) output and weights, bitwise, as splitting
@@ -346,11 +350,12 @@ def attention_qkv(qkv: Tensor, num_heads: int, attn_mask=None, dropout_p: float 
     B, T, E3 = qkv.shape
     heads = (B, num_heads, T, E3 // (3 * num_heads))
     return _attention(Fu.PackedAttention, [qkv], heads, heads, heads, qkv.dtype, backend.xp_of(qkv.data),
-                      attn_mask, dropout_p, is_causal, scale, training, generator, heads=num_heads)
+                      attn_mask, dropout_p, is_causal, scale, training, generator, weights_grad=weights_grad,
+                      heads=num_heads)
 
 
 def _attention(op, inputs, q_shape, k_shape, v_shape, dtype, xp, attn_mask, dropout_p, is_causal, scale,
-               training, generator, **params) -> tuple[Tensor, Tensor]:
+               training, generator, weights_grad=False, **params) -> tuple[Tensor, Tensor]:
     """Masks, scale and dropout's keep mask for `op` (Attention or PackedAttention) on `inputs`."""
     tq, tk = q_shape[-2], k_shape[-2]
     bias, block = _mask_parts(attn_mask, is_causal, tq, tk, xp, dtype)
@@ -361,9 +366,37 @@ def _attention(op, inputs, q_shape, k_shape, v_shape, dtype, xp, attn_mask, drop
                                     *([tuple(bias.shape[:-2])] if bias is not None else []))
         shape = batch + (tq, tk)  # one keep/drop decision per attention weight
         keep = _keep_mask(xp, shape, dropout_p, dtype, generator)  # bool, True = keep
+    if weights_grad and is_grad_enabled():
+        if op is Fu.PackedAttention:  # q | k | v along the last axis, each split into heads: (B, H, T, D)
+            B, T, E3 = inputs[0].shape
+            H = params["heads"]
+            q, k, v = (part.reshape(B, T, H, E3 // (3 * H)).transpose(1, 2) for part in inputs[0].split(E3 // 3, 2))
+        else:
+            q, k, v = inputs
+        return _composed_attention(q, k, v, bias, block, s, keep, dropout_p)
     out, fn = op.apply_with_fn(*inputs, bias, block=block, scale=s, keep_mask=keep, p=dropout_p, **params)
     weights, fn.weights = fn.weights, None  # handed over once: fn drops its reference
     return out, Tensor._from_op(weights, None)
+
+
+def _composed_attention(q, k, v, bias, block, scale, keep, p) -> tuple[Tensor, Tensor]:
+    """The fused attention's values from autograd ops, so the weights carry gradients: scores, the mask
+    (bias added, `block` set to −inf), softmax, dropout by `keep`, then the weighted sum. A query row with
+    every key blocked gets weights 0 and output 0 (the fused op's rule; torch's MultiheadAttention: NaN)."""
+    scores = (q @ k.transpose(-2, -1)) * scale                                 # (..., Tq, Tk)
+    if bias is not None:
+        scores = scores + bias
+    if block is not None:
+        scores = scores.masked_fill(block, -np.inf)
+    xp = backend.xp_of(scores.data)
+    dead = xp.isneginf(scores.data).all(axis=-1, keepdims=True)              # rows with nothing to attend
+    if dead.any():
+        scores = scores.masked_fill(xp.broadcast_to(dead, scores.shape), 0.0)
+        weights = softmax(scores, dim=-1).masked_fill(xp.broadcast_to(dead, scores.shape), 0.0)
+    else:
+        weights = softmax(scores, dim=-1)
+    dropped = weights if keep is None else weights * Tensor(keep.astype(weights.dtype) / weights.dtype.type(1 - p))
+    return dropped @ v, weights
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,

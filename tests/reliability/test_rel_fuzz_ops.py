@@ -196,7 +196,7 @@ def test_multihead_attention_random_padding(data, dtype):
     check_op(lambda q, kv: ours(q, kv, kv, key_padding_mask=pad)[0],
              lambda q, kv: ref(q, kv, kv, key_padding_mask=torch.from_numpy(pad))[0],
              [x, mem], dtypes=(dtype,), gradcheck_=False)
-    # the weights: equal values; seqlab returns them detached (F.attention's documented choice), torch does not
+    # the weights: equal values (their gradients: tests/transformer/test_tf_attention.py)
     w = ours(seqlab.tensor(x.astype(dtype)), seqlab.tensor(mem.astype(dtype)), seqlab.tensor(mem.astype(dtype)),
              key_padding_mask=pad)[1]
     with torch.no_grad():

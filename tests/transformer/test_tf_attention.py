@@ -78,6 +78,62 @@ def test_mha_matches_torch(name, average, rng, cmp):
     cmp.grads(sm, tm)
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("average", [True, False])
+@pytest.mark.parametrize("name", list(CASES))
+def test_mha_weights_carry_gradients_as_torchs(name, average, rng, cmp):
+    """A loss on the output and on the weights: the same gradients as torch's (its weights are part of the
+    graph); weights_grad=False gives the same weights, detached, from the fused op."""
+    case = CASES[name]
+    kdim, vdim = case.get("kdim"), case.get("vdim")
+    kw = dict(bias=case.get("bias", True), add_bias_kv=case.get("add_bias_kv", False),
+              add_zero_attn=case.get("add_zero_attn", False), kdim=kdim, vdim=vdim)
+    torch.manual_seed(0)
+    tm = torch.nn.MultiheadAttention(E, H, batch_first=True, **kw).double()
+    sm = nn.MultiheadAttention(E, H, **kw).double()
+    sm.load_state_dict(tm.state_dict())
+    Sk = L if case.get("self_attn") else S
+    q = rng.standard_normal((B, L, E))
+    k = q if case.get("self_attn") else rng.standard_normal((B, Sk, kdim or E))
+    v = q if case.get("self_attn") else rng.standard_normal((B, Sk, vdim or E))
+    kpm, am = _masks(case, rng, L, Sk)
+    causal = bool(case.get("causal"))
+    tq, sq = torch.tensor(q, requires_grad=True), seqlab.tensor(q, requires_grad=True)
+    tk, tv = (tq, tq) if case.get("self_attn") else (torch.tensor(k, requires_grad=True),
+                                                     torch.tensor(v, requires_grad=True))
+    sk, sv = (sq, sq) if case.get("self_attn") else (seqlab.tensor(k, requires_grad=True),
+                                                     seqlab.tensor(v, requires_grad=True))
+    to, tw = tm(tq, tk, tv, key_padding_mask=None if kpm is None else torch.tensor(kpm),
+                attn_mask=None if am is None else torch.tensor(am), average_attn_weights=average, is_causal=causal)
+    so, sw = sm(sq, sk, sv, key_padding_mask=kpm, attn_mask=am, average_attn_weights=average, is_causal=causal)
+    assert sw.requires_grad
+    gw = rng.standard_normal(tuple(tw.shape))
+    ((to * to).sum() + (tw * torch.tensor(gw)).sum()).backward()
+    ((so * so).sum() + (sw * gw).sum()).backward()
+    cmp.close(sq.grad, tq.grad, what="query grad")
+    if not case.get("self_attn"):
+        cmp.close(sk.grad, tk.grad, what="key grad")
+        cmp.close(sv.grad, tv.grad, what="value grad")
+    cmp.grads(sm, tm)
+    _, detached = sm(sq, sk, sv, key_padding_mask=kpm, attn_mask=am, average_attn_weights=average,
+                     is_causal=causal, weights_grad=False)
+    assert not detached.requires_grad
+    np.testing.assert_allclose(detached.numpy(), sw.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_mha_weights_with_gradients_keep_the_fully_masked_row_rule():
+    """A query whose keys are all padding: weights and output 0 and finite gradients, as the fused op."""
+    sm = nn.MultiheadAttention(E, H).double()
+    x = seqlab.tensor(np.random.default_rng(0).standard_normal((2, 3, E)), requires_grad=True)
+    kpm = np.array([[False, False, False], [True, True, True]])
+    out, w = sm(x, x, x, key_padding_mask=kpm)
+    assert np.array_equal(w.numpy()[1], np.zeros((3, 3))) and np.isfinite(out.numpy()).all()
+    ((out * out).sum() + (w * w).sum()).backward()
+    assert np.isfinite(x.grad).all()
+    _, fused = sm(x, x, x, key_padding_mask=kpm, weights_grad=False)
+    np.testing.assert_allclose(fused.numpy(), w.numpy(), rtol=1e-12, atol=1e-14)
+
+
 def test_state_dict_keys_and_order_match_torch():
     for kw in ({}, {"kdim": 3, "vdim": 5}, {"bias": False}, {"add_bias_kv": True}):
         tm = torch.nn.MultiheadAttention(E, H, batch_first=True, **kw)
@@ -152,3 +208,16 @@ def test_dropout_only_in_training(rng):
     c, _ = sm(x, x, x)
     d, _ = sm(x, x, x)
     np.testing.assert_array_equal(c.numpy(), d.numpy())
+
+
+def test_mha_weights_with_gradients_draw_the_fused_ops_dropout():
+    """In training, the composed attention drops the same weights as the fused op from the same seed."""
+    sm = nn.MultiheadAttention(8, 2, dropout=0.3).double().train()
+    x = seqlab.tensor(np.random.default_rng(0).standard_normal((2, 5, 8)), requires_grad=True)
+    seqlab.manual_seed(3)
+    out, w = sm(x, x, x)
+    seqlab.manual_seed(3)
+    fused_out, fused_w = sm(x, x, x, weights_grad=False)
+    assert w.requires_grad and not fused_w.requires_grad
+    np.testing.assert_allclose(out.numpy(), fused_out.numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(w.numpy(), fused_w.numpy(), rtol=1e-12, atol=1e-14)

@@ -195,7 +195,7 @@ class MultiheadAttention(Module):
     # ---- forward -----------------------------------------------------------------
     def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask=None, need_weights: bool = True,
                 attn_mask=None, average_attn_weights: bool = True, is_causal: bool = False, *,
-                rotary=None, position_bias=None) -> tuple[Tensor, Tensor | None]:
+                rotary=None, position_bias=None, weights_grad: bool = True) -> tuple[Tensor, Tensor | None]:
         """Attend from `query` (B, L, E) to `key` (B, S, kdim) / `value` (B, S, vdim).
 
         key_padding_mask: (B, S), bool True = padding, or float added.
@@ -208,7 +208,11 @@ class MultiheadAttention(Module):
             scores (seqlab extension: ALiBi, relative biases).
         Returns (attn_output (B, L, E), weights): weights (B, L, S) averaged over
         heads, (B, H, L, S) with ``average_attn_weights=False``, None without
-        ``need_weights``. Weights are detached and taken before dropout.
+        ``need_weights``. Weights are taken before dropout. As torch's, they carry gradients
+        when gradients are recorded (the attention is then built from autograd ops, as torch's
+        MultiheadAttention takes its slow path for them); ``weights_grad=False`` (seqlab
+        extension, what the Transformer layers' ``output_attentions`` use) returns them
+        detached from the one fused op, which keeps no T × T array for backward.
         2-D inputs (T, E) are an unbatched example, as in torch.
         """
         unbatched = query.ndim == 2
@@ -230,7 +234,8 @@ class MultiheadAttention(Module):
             qkv = F.linear(query, self.in_proj_weight, self.in_proj_bias)  # (B, L, 3E)
             mask = self._scores_mask(attn_mask, key_padding_mask, is_causal, position_bias, B, L, L, qkv.dtype, xp)
             out, weights = F.attention_qkv(qkv, H, attn_mask=mask, dropout_p=self.dropout, training=self.training,
-                                           scale=1.0 / math.sqrt(D))  # (B, H, L, D), (B, H, L, L)
+                                           scale=1.0 / math.sqrt(D), weights_grad=need_weights and weights_grad)
+            # (B, H, L, D), (B, H, L, L)
             return self._merge_heads(out, weights, need_weights, average_attn_weights, unbatched)
         q, k, v = self._in_projection(query, key, value)  # (B, L, E), (B, S, E), (B, S, E)
         if self.bias_k is not None:  # one learned key/value appended to every sequence
@@ -251,7 +256,8 @@ class MultiheadAttention(Module):
             q, k = rotary(q, k)
         mask = self._scores_mask(attn_mask, key_padding_mask, is_causal, position_bias, B, L, S, q.dtype, xp)
         out, weights = F.attention(q, k, v, attn_mask=mask, dropout_p=self.dropout, training=self.training,
-                                   scale=1.0 / math.sqrt(D))  # (B, H, L, D), (B, H, L, S)
+                                   scale=1.0 / math.sqrt(D), weights_grad=need_weights and weights_grad)
+        # (B, H, L, D), (B, H, L, S)
         return self._merge_heads(out, weights, need_weights, average_attn_weights, unbatched)
 
     def _scores_mask(self, attn_mask, key_padding_mask, is_causal, position_bias, B, L, S, dtype, xp):

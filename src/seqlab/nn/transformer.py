@@ -126,7 +126,8 @@ class TransformerEncoderLayer(Module):
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal, need_weights, extra):
         out, w = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                                need_weights=need_weights, average_attn_weights=False, is_causal=is_causal, **extra)
+                                need_weights=need_weights, weights_grad=False, average_attn_weights=False,
+                                is_causal=is_causal, **extra)
         return self.dropout1(out), w
 
     def _ff_block(self, x: Tensor) -> Tensor:
@@ -188,12 +189,14 @@ class TransformerDecoderLayer(Module):
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal, need_weights, extra):
         out, w = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                                need_weights=need_weights, average_attn_weights=False, is_causal=is_causal, **extra)
+                                need_weights=need_weights, weights_grad=False, average_attn_weights=False,
+                                is_causal=is_causal, **extra)
         return self.dropout1(out), w
 
     def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal, need_weights):
         out, w = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                                     need_weights=need_weights, average_attn_weights=False, is_causal=is_causal)
+                                     need_weights=need_weights, weights_grad=False, average_attn_weights=False,
+                                     is_causal=is_causal)
         return self.dropout2(out), w
 
     def _ff_block(self, x: Tensor) -> Tensor:
