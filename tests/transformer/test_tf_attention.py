@@ -39,10 +39,9 @@ def _masks(case: dict, rng, Lq: int, Sk: int):
     return kpm, am
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")
-@pytest.mark.parametrize("average", [True, False])
-@pytest.mark.parametrize("name", list(CASES))
-def test_mha_matches_torch(name, average, rng, cmp):
+def _mha_pair(name: str, rng):
+    """torch's and seqlab's MultiheadAttention for CASES[name] with the same weights, their (q, k, v) inputs
+    (requiring grad; one tensor three times for self-attention), the masks and is_causal."""
     case = CASES[name]
     kdim, vdim = case.get("kdim"), case.get("vdim")
     kw = dict(bias=case.get("bias", True), add_bias_kv=case.get("add_bias_kv", False),
@@ -56,13 +55,21 @@ def test_mha_matches_torch(name, average, rng, cmp):
     k = q if case.get("self_attn") else rng.standard_normal((B, Sk, kdim or E))
     v = q if case.get("self_attn") else rng.standard_normal((B, Sk, vdim or E))
     kpm, am = _masks(case, rng, L, Sk)
-    g = rng.standard_normal((B, L, E))
+    tq, sq = torch.tensor(q, requires_grad=True), seqlab.tensor(q, requires_grad=True)
+    if case.get("self_attn"):
+        t_in, s_in = (tq, tq, tq), (sq, sq, sq)
+    else:
+        t_in = (tq, torch.tensor(k, requires_grad=True), torch.tensor(v, requires_grad=True))
+        s_in = (sq, seqlab.tensor(k, requires_grad=True), seqlab.tensor(v, requires_grad=True))
+    return tm, sm, t_in, s_in, kpm, am, bool(case.get("causal"))
 
-    tq = torch.tensor(q, requires_grad=True)
-    tk, tv = (tq, tq) if case.get("self_attn") else (torch.tensor(k, requires_grad=True), torch.tensor(v, requires_grad=True))
-    sq = seqlab.tensor(q, requires_grad=True)
-    sk, sv = (sq, sq) if case.get("self_attn") else (seqlab.tensor(k, requires_grad=True), seqlab.tensor(v, requires_grad=True))
-    causal = bool(case.get("causal"))
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("average", [True, False])
+@pytest.mark.parametrize("name", list(CASES))
+def test_mha_matches_torch(name, average, rng, cmp):
+    tm, sm, (tq, tk, tv), (sq, sk, sv), kpm, am, causal = _mha_pair(name, rng)
+    g = rng.standard_normal((B, L, E))
     to, tw = tm(tq, tk, tv, key_padding_mask=None if kpm is None else torch.tensor(kpm),
                 attn_mask=None if am is None else torch.tensor(am), average_attn_weights=average, is_causal=causal)
     so, sw = sm(sq, sk, sv, key_padding_mask=kpm, attn_mask=am, average_attn_weights=average, is_causal=causal)
@@ -72,7 +79,7 @@ def test_mha_matches_torch(name, average, rng, cmp):
     to.backward(torch.tensor(g))
     so.backward(g)
     cmp.close(sq.grad, tq.grad, what="query grad")
-    if not case.get("self_attn"):
+    if not CASES[name].get("self_attn"):
         cmp.close(sk.grad, tk.grad, what="key grad")
         cmp.close(sv.grad, tv.grad, what="value grad")
     cmp.grads(sm, tm)
@@ -84,25 +91,7 @@ def test_mha_matches_torch(name, average, rng, cmp):
 def test_mha_weights_carry_gradients_as_torchs(name, average, rng, cmp):
     """A loss on the output and on the weights: the same gradients as torch's (its weights are part of the
     graph); weights_grad=False gives the same weights, detached, from the fused op."""
-    case = CASES[name]
-    kdim, vdim = case.get("kdim"), case.get("vdim")
-    kw = dict(bias=case.get("bias", True), add_bias_kv=case.get("add_bias_kv", False),
-              add_zero_attn=case.get("add_zero_attn", False), kdim=kdim, vdim=vdim)
-    torch.manual_seed(0)
-    tm = torch.nn.MultiheadAttention(E, H, batch_first=True, **kw).double()
-    sm = nn.MultiheadAttention(E, H, **kw).double()
-    sm.load_state_dict(tm.state_dict())
-    Sk = L if case.get("self_attn") else S
-    q = rng.standard_normal((B, L, E))
-    k = q if case.get("self_attn") else rng.standard_normal((B, Sk, kdim or E))
-    v = q if case.get("self_attn") else rng.standard_normal((B, Sk, vdim or E))
-    kpm, am = _masks(case, rng, L, Sk)
-    causal = bool(case.get("causal"))
-    tq, sq = torch.tensor(q, requires_grad=True), seqlab.tensor(q, requires_grad=True)
-    tk, tv = (tq, tq) if case.get("self_attn") else (torch.tensor(k, requires_grad=True),
-                                                     torch.tensor(v, requires_grad=True))
-    sk, sv = (sq, sq) if case.get("self_attn") else (seqlab.tensor(k, requires_grad=True),
-                                                     seqlab.tensor(v, requires_grad=True))
+    tm, sm, (tq, tk, tv), (sq, sk, sv), kpm, am, causal = _mha_pair(name, rng)
     to, tw = tm(tq, tk, tv, key_padding_mask=None if kpm is None else torch.tensor(kpm),
                 attn_mask=None if am is None else torch.tensor(am), average_attn_weights=average, is_causal=causal)
     so, sw = sm(sq, sk, sv, key_padding_mask=kpm, attn_mask=am, average_attn_weights=average, is_causal=causal)
@@ -111,7 +100,7 @@ def test_mha_weights_carry_gradients_as_torchs(name, average, rng, cmp):
     ((to * to).sum() + (tw * torch.tensor(gw)).sum()).backward()
     ((so * so).sum() + (sw * gw).sum()).backward()
     cmp.close(sq.grad, tq.grad, what="query grad")
-    if not case.get("self_attn"):
+    if not CASES[name].get("self_attn"):
         cmp.close(sk.grad, tk.grad, what="key grad")
         cmp.close(sv.grad, tv.grad, what="value grad")
     cmp.grads(sm, tm)

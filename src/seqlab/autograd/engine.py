@@ -156,7 +156,7 @@ def run_backward(root, grad, retain_graph: bool = False) -> None:
         if made is not None and made._retains_grad:
             made.grad = g.copy() if made.grad is None else made.grad + g
         del made
-        if _versions._clock:  # something was changed in place in this process: not what fn saved, we hope
+        if _versions._clock:  # something was changed in place in this process: was it an array fn saved?
             _versions.check(fn)
         parent_grads = fn.backward(g)
         if not isinstance(parent_grads, tuple):

@@ -22,10 +22,6 @@ _clock = 0  # ticks once per in-place change
 _changed: dict[int, tuple] = {}  # id(root array) -> (weak reference to it, changes so far, tick of the last)
 
 
-def clock() -> int:
-    return _clock
-
-
 def _root(arr):
     """The array that owns the memory `arr` views (itself when it owns it)."""
     while True:

@@ -158,14 +158,12 @@ def load_model(spec: str, checkpoint: str | None = None) -> tuple[Any, Any, str]
         known = ", ".join(sorted(PRETRAINED_NAMES))
         raise CheckpointError(f"model folder {spec} does not exist (and {spec!r} is not a known pretrained "
                               f"name: {known})")
+    if is_run_folder(path):
+        return _load_run(path, checkpoint or "best")
     if not (path / "config.json").is_file():
-        if (path / "checkpoints" / "latest").is_file():
-            return _load_run(path, checkpoint or "best")
         raise CheckpointError(f"{path} has no config.json: expected a Hugging Face model folder "
                               f"(config.json + model.safetensors) or a seqlab run folder")
     config = read_config(path)
-    if "task" in config and "config" in config:
-        return _load_run(path, checkpoint or "best")
     not_a_run()
     if "model_type" in config:
         return _load_hf(path, path.name)
@@ -207,16 +205,14 @@ def is_run_folder(path: Path) -> bool:
     return "task" in config and "config" in config
 
 
-def _load_run(run_dir: Path, checkpoint: str, need_attention: bool = True) -> tuple[Any, Any, str]:
-    """(model, tokenizer, label) of a run folder's `checkpoint` weights; `need_attention`: a model without
-    attention (toy-classifier's MLP) says so first, not "no tokenizer"."""
+def _load_run(run_dir: Path, checkpoint: str) -> tuple[Any, Any, str]:
+    """(model, tokenizer, label) of a run folder's `checkpoint` weights."""
     from seqlab.train.runs import load_run
 
     from seqlab.viz.extract import attention_kind
 
     run = load_run(run_dir, which=checkpoint)
-    if need_attention:
-        attention_kind(run.task.model)
+    attention_kind(run.task.model)  # a model without attention (toy-classifier's MLP) says so, not "no tokenizer"
     return run.task.model, run_tokenizer(run_dir, run), f"{run.task_name} run, {run.checkpoint} weights"
 
 
