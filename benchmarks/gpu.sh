@@ -8,8 +8,9 @@
 #     run(command="bash benchmarks/gpu.sh", timeout_s=540)
 #
 # Everything it makes lands in $OUT, which the device tool brings back (files_at):
-#     gpu.log            this script's whole output (nvidia-smi, versions, the GPU tests, both tables, then
-#                        tests/test_device_path.py on CuPy in the time left)
+#     gpu.log            this script's whole output (nvidia-smi, versions, the GPU tests, the CUDA kernels'
+#                        tests, both tables, tests/test_device_path.py on CuPy, then the kernel-by-kernel
+#                        profile of the large steps (benchmarks/gpu_profile.py) in the time left)
 #     gpu-default.json   seqlab bench encoder-train gpt-train --device cuda --size default
 #     gpu-large.json     the same at --size large (GPT-2 small, batch 8 x 1024; encoder d 768, 12 layers,
 #                        batch 16 x 512)
@@ -87,6 +88,9 @@ EOF
     limited 120 "GPU tests" python3 -m pytest -q -rs --maxfail=3 -p no:cacheprovider \
         tests/test_backend.py tests/bench -k "gpu or cuda"
 
+    # the CUDA kernels (seqlab.cuda_kernels), each against the composed CuPy formula it replaces
+    limited 120 "CUDA kernels" python3 -m pytest -q -rs --maxfail=5 -p no:cacheprovider tests/test_cuda_kernels.py
+
     # tracebacks into the log (SEQLAB_DEBUG), without a --debug in the command the JSON records
     export SEQLAB_DEBUG=1
     limited 90 "bench, size default" python3 -m seqlab bench encoder-train gpt-train --device cuda \
@@ -98,6 +102,9 @@ EOF
     # "cupy" cases; CuPy compiles each new kernel on first use, so this may be cut short)
     limited 150 "device path on CuPy" python3 -m pytest -q -rs --maxfail=5 -p no:cacheprovider \
         tests/test_device_path.py -k cupy
+
+    # where the large steps' GPU time goes, kernel by kernel, seqlab's and torch's (CUPTI, through torch.profiler)
+    limited 120 "kernel profile, size large" python3 benchmarks/gpu_profile.py --size large --top 25
 
     echo "=== done in ${SECONDS}s; files in $OUT:"
     ls -l "$OUT"
