@@ -254,24 +254,30 @@ extern "C" __global__ void adam(float* p, const float* g, float* m, float* v, lo
 #define GELU_K 0.7978845608028654f  // sqrt(2 / pi)
 #define GELU_C 0.044715f
 
-// GELU: x * Phi(x) (tanh_form 0) or 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); out may be x.
+// GELU: x * Phi(x) (tanh_form 0), or x * h with h = 0.5 (1 + tanh u) = 1 / (1 + exp(-2u)),
+// u = sqrt(2/pi) (x + 0.044715 x^3): the logistic form keeps h accurate where it is tiny (x << 0), as the
+// composed formula (activation._gelu_tanh_forward_block) does; exp(-2u) overflowing gives h = 0. out may be x.
+__device__ __forceinline__ float gelu_h(float v) {
+    return 1.f / (1.f + expf(-2.f * GELU_K * v * (1.f + GELU_C * v * v)));
+}
+
 extern "C" __global__ void gelu_forward(const float* x, float* out, long long n, int tanh_form) {
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x) {
         float v = x[i];
-        out[i] = tanh_form ? 0.5f * v * (1.f + tanhf(GELU_K * (v + GELU_C * v * v * v)))
-                           : 0.5f * v * (1.f + erff(v * 0.7071067811865476f));
+        out[i] = tanh_form ? v * gelu_h(v) : 0.5f * v * (1.f + erff(v * 0.7071067811865476f));
     }
 }
 
-// grad * GELU'(x); out may be grad.
+// grad * GELU'(x); out may be grad. The tanh form: h + x h' with h' = 2 h (1 - h) u', and x (1 - h) = x - x h
+// (exact where h >= 1/2), as the composed formula (activation._gelu_tanh_backward_block).
 extern "C" __global__ void gelu_backward(const float* x, const float* grad, float* out, long long n, int tanh_form) {
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x) {
         float v = x[i], d;
         if (tanh_form) {
-            float t = tanhf(GELU_K * (v + GELU_C * v * v * v));
-            d = 0.5f * (1.f + t) + 0.5f * v * (1.f - t * t) * GELU_K * (1.f + 3.f * GELU_C * v * v);
+            float h = gelu_h(v);
+            d = h * (1.f + 2.f * GELU_K * (1.f + 3.f * GELU_C * v * v) * (v - v * h));
         } else {
             d = 0.5f * (1.f + erff(v * 0.7071067811865476f)) + v * expf(-0.5f * v * v) * 0.3989422804014327f;
         }
