@@ -11,7 +11,7 @@ For each benchmark (encoder-train, gpt-train) it builds both models as `seqlab b
 - the sum of the kernels' GPU time per step against the wall time: where the sum is near the wall time the
   step is bound by the GPU's work, where it is far below, by the launches (Python and CuPy overhead).
 
-It needs a GPU, CuPy and a CUDA build of torch; nothing in the suite runs it (benchmarks/gpu.sh may).
+It needs a GPU, CuPy and a CUDA build of torch; benchmarks/gpu.sh runs it last, at the large sizes.
 """
 from __future__ import annotations
 
