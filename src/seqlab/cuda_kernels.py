@@ -26,7 +26,8 @@ no shared memory, and a row is read twice and written once. Each function
 returns None when the arrays are not CuPy float32 in C order (or
 ``SEQLAB_KERNELS=numpy`` switches the kernels off), and the caller then
 runs the composed formula, which the tests hold every kernel to
-(tests/test_cuda_kernels.py, on a machine with a GPU).
+(tests/test_cuda_kernels.py, on a machine with a GPU); tests/test_cuda_source.py
+compiles the source with NVRTC on every test run, GPU or not.
 """
 from __future__ import annotations
 
