@@ -3,7 +3,7 @@
 Composed from CuPy's array operations, a softmax over attention scores is
 nine kernels, each a pass through GPU memory (the scale, the mask, the max,
 a guard, the shift, exp, the sum, a guard, the division), and its backward
-five more; on an H200, gpt-train at GPT-2 small's size spent half its step
+four more; on an H200, gpt-train at GPT-2 small's size spent half its step
 in such element-wise passes (benchmarks/gpu_profile.py, docs/results.md).
 The kernels here do each of these steps as one kernel:
 
@@ -21,8 +21,10 @@ The kernels here do each of these steps as one kernel:
 - `dropout`, `adam` (one pass per parameter instead of ~14) and GELU
   (`gelu_forward`, `gelu_backward`; erf or tanh form).
 
-A warp (32 threads) owns each row: the row's reductions are warp shuffles,
-no shared memory, and a row is read twice and written once. Each function
+In the row kernels a warp (32 threads) owns each row: the row's reductions
+are warp shuffles, no shared memory, and a row is read twice and written
+once (the column sums use blocks of 32 columns; the element-wise kernels a
+grid-stride loop). Each function
 returns None when the arrays are not CuPy float32 in C order (or
 ``SEQLAB_KERNELS=numpy`` switches the kernels off), and the caller then
 runs the composed formula, which the tests hold every kernel to
