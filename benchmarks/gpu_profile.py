@@ -68,24 +68,29 @@ def gemm_rates(shapes=((8192, 768, 3072), (8192, 3072, 768), (8192, 768, 2304), 
 def main() -> None:
     import torch
 
-    from seqlab import backend
     from seqlab.bench import encoder_train, gpt_train
+    from seqlab.bench.device import cuda_problem, release, syncs
 
+    mods = {"gpt-train": gpt_train, "encoder-train": encoder_train}
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("names", nargs="*", default=["gpt-train", "encoder-train"])
-    ap.add_argument("--size", default="large", choices=("default", "large"))
+    ap.add_argument("names", nargs="*", help=f"any of {', '.join(mods)} (default: both)")
+    ap.add_argument("--size", default="large", choices=list(gpt_train.SIZES))
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--gemm", action="store_true", help="first, CuPy's and torch's float32 product rates")
     args = ap.parse_args()
+    unknown = [n for n in args.names if n not in mods]
+    if unknown:
+        ap.error(f"unknown benchmark {unknown[0]!r}; choose from {', '.join(mods)}")
+    if cuda_problem():
+        ap.error(cuda_problem())  # no GPU, CuPy or CUDA torch here: one line, not a traceback
     if args.gemm:
         gemm_rates()
-    mods = {"gpt-train": gpt_train, "encoder-train": encoder_train}
-    for name in args.names:
+    seqlab_sync, torch_sync = syncs("cuda")
+    for name in args.names or list(mods):
         mod = mods[name]
         seqlab_step, torch_step, *_ = mod.build(mod.SIZES[args.size], device="cuda")
-        for label, step, sync in (("seqlab", seqlab_step, lambda: backend.synchronize("cuda")),
-                                  ("torch", torch_step, torch.cuda.synchronize)):
+        for label, step, sync in (("seqlab", seqlab_step, seqlab_sync), ("torch", torch_step, torch_sync)):
             for _ in range(2):
                 step()
             sync()
@@ -103,10 +108,7 @@ def main() -> None:
                   f"({gpu_ms / wall:.0%} of the wall time)")
             print(table, flush=True)
         del seqlab_step, torch_step
-        backend.synchronize("cuda")
-        import cupy
-        cupy.get_default_memory_pool().free_all_blocks()
-        torch.cuda.empty_cache()
+        release()  # CuPy's pool and torch's cache back, before the next model
 
 
 if __name__ == "__main__":

@@ -316,7 +316,12 @@ def takes(*arrays) -> bool:
         return False
     if any(a.dtype != _FLOAT32 or not a.flags.c_contiguous or a.size == 0 for a in arrays):
         return False
-    from seqlab import kernels
+    return _enabled()
+
+
+def _enabled() -> bool:
+    """False when ``SEQLAB_KERNELS=numpy`` (or `seqlab.kernels.use("numpy")`) asks for the composed formulas."""
+    from seqlab import kernels  # (here: seqlab.kernels imports this module)
 
     return kernels._choice() != "numpy"
 
@@ -371,7 +376,7 @@ def softmax_rows(s, stats: tuple | None = None, in_place: bool = True, bias=None
 
     n = s.shape[-1]
     rows = s.size // n
-    if bias is None:
+    if bias is None:  # s stands in for the bias and its offsets, which the kernel then never reads
         b, offsets, col_stride, has_bias = s, s, np.int64(0), 0
     else:
         args = _bias_args(s.shape, bias)
@@ -398,9 +403,7 @@ def attention_weights(q, k, bias=None, block=None, scale: float = 1.0, stats: tu
     kernels do not take q and k."""
     if not _cupy(q, k) or q.dtype != _FLOAT32 or k.dtype != _FLOAT32 or q.size == 0 or k.size == 0:
         return None  # (q and k may be views in any layout: the product takes them as they are)
-    from seqlab import kernels
-
-    if kernels._choice() == "numpy":
+    if not _enabled():
         return None
     import cupy
 
@@ -484,7 +487,8 @@ def _column_sums(g2, x2=None, mean=None, rstd=None):
     chunks = max(1, -(-rows // rows_per_chunk))
     part_g = cupy.empty((chunks, d), np.float32)
     with_xhat = x2 is not None
-    part_gx = cupy.empty((chunks, d), np.float32) if with_xhat else part_g
+    part_gx = cupy.empty((chunks, d), np.float32) if with_xhat else part_g  # (without x̂: g2 and part_g stand
+    # in below for the arrays the kernel then never reads)
     _kernel("column_sums")((-(-d // 32), chunks), (32, 8), (
         g2, x2 if with_xhat else g2, mean if with_xhat else g2, rstd if with_xhat else g2, np.int64(rows),
         np.int32(d), np.int32(rows_per_chunk), np.int32(with_xhat), part_g, part_gx))

@@ -54,6 +54,7 @@ from pathlib import Path
 
 import numpy as np
 
+from seqlab import cuda_kernels  # the same kernels for CuPy arrays, on the GPU
 from seqlab.errors import ConfigError
 
 __all__ = ["ACTIVATIONS", "adam", "add", "add_rows", "bias_act_dropout", "bias_act_dropout_backward",
@@ -259,14 +260,9 @@ def describe() -> str:
 
 
 def _gpu(a) -> bool:
-    """Whether `a` is a CuPy array: then the CUDA kernels take it (`seqlab.cuda_kernels`), not Numba's."""
-    return type(a) is not np.ndarray and type(a).__module__.startswith("cupy")
-
-
-def _cuda():
-    from seqlab import cuda_kernels
-
-    return cuda_kernels
+    """Whether `a` is not a NumPy array: then it is the CUDA kernels' to take or decline (`seqlab.cuda_kernels`
+    takes CuPy's), never Numba's."""
+    return type(a) is not np.ndarray
 
 
 def _kernels(*arrays):
@@ -285,7 +281,7 @@ def layer_norm_forward(x2, w, b, eps: float):
     (N, 1); w, b (D,) or None. None when the kernels do not apply. Backward takes x2, μ and r
     (`layer_norm_backward`): x̂ = (x − μ)·r is not stored. CuPy arrays: the CUDA kernel's."""
     if _gpu(x2):
-        return _cuda().layer_norm_forward(x2, w, b, eps)
+        return cuda_kernels.layer_norm_forward(x2, w, b, eps)
     d = x2.shape[1]
     if _kernels(x2) is None:  # before the fill-ins below: the NumPy formula needs none of them
         return None
@@ -305,7 +301,7 @@ def layer_norm_backward(g2, x2, mean, rstd, w):
     """(gx, gw, gb) of LayerNorm for upstream g2 (N, D), from the forward's input x2 and its μ and r
     (`layer_norm_forward`); w (D,) or None."""
     if _gpu(g2):
-        return _cuda().layer_norm_backward(g2, x2, mean, rstd, w)
+        return cuda_kernels.layer_norm_backward(g2, x2, mean, rstd, w)
     if _kernels(g2, x2, mean, rstd) is None or g2.shape != x2.shape:
         return None
     w = np.ones(g2.shape[1], _FLOAT32) if w is None else w
@@ -329,7 +325,7 @@ def softmax_rows(s, stats: tuple | None = None, in_place: bool = True, bias=None
     are given (the caller adds it itself). CuPy arrays: the CUDA kernel's (any broadcasting bias).
     """
     if _gpu(s):
-        return _cuda().softmax_rows(s, stats, in_place, bias)
+        return cuda_kernels.softmax_rows(s, stats, in_place, bias)
     k = _kernels(s)
     if k is None or s.ndim == 0:
         return None
@@ -387,7 +383,7 @@ def _row_map(rows_shape: tuple, bias_lead: tuple) -> np.ndarray:
 def softmax_backward(g, w, out=None, scale: float = 1.0):
     """w ⊙ (g − Σ g ⊙ w) · scale over the last axis (into `out`, which may be `g`); g and w the same shape."""
     if _gpu(g):
-        return _cuda().softmax_backward(g, w, out, scale)
+        return cuda_kernels.softmax_backward(g, w, out, scale)
     k = _kernels(g, w) if g.shape == w.shape and g.ndim > 0 else None
     if k is None or (out is not None and _kernels(out) is None):
         return None
@@ -435,7 +431,7 @@ def add_rows(y2, b) -> bool:
 def dropout(x, keep, scale, out=None):
     """x ⊙ keep · scale (into `out`, which may be `x`) for a bool `keep` of x's shape."""
     if _gpu(x):
-        return _cuda().dropout(x, keep, scale, out)
+        return cuda_kernels.dropout(x, keep, scale, out)
     if type(keep) is not np.ndarray or keep.dtype != np.bool_ or keep.shape != x.shape or not keep.flags.c_contiguous:
         return None
     k = _kernels(x)
@@ -452,7 +448,7 @@ def adam(p, g, m, v, consts) -> bool:
     `consts` = (decay, l2, 1 − β1, β2, 1 − β2, √(1 − β2ᵗ), eps, lr/(1 − β1ᵗ)) as `seqlab.optim.Adam` makes them.
     """
     if _gpu(p):
-        return _cuda().adam(p, g, m, v, consts)
+        return cuda_kernels.adam(p, g, m, v, consts)
     k = _kernels(p, g, m, v) if p.shape == g.shape == m.shape == v.shape else None
     if k is None:
         return False
@@ -500,7 +496,7 @@ def keyed_dropout(x, key: int, threshold: int, scale):
 def gelu_forward(x, approximate: str = "none", out=None):
     """GELU(x) (into `out`, a new array when None): x·Φ(x), or the tanh approximation with approximate='tanh'."""
     if _gpu(x):
-        return _cuda().gelu_forward(x, approximate, out)
+        return cuda_kernels.gelu_forward(x, approximate, out)
     k = _kernels(x)
     if k is None or (out is not None and (_kernels(out) is None or out.shape != x.shape)):
         return None
@@ -516,7 +512,7 @@ def gelu_backward(x, grad, approximate: str = "none", y=None):
     Φ's fit (as the NumPy path does); the tanh form computes its factor again either way.
     """
     if _gpu(x):
-        return _cuda().gelu_backward(x, grad, approximate)
+        return cuda_kernels.gelu_backward(x, grad, approximate)
     k = _kernels(x, grad) if x.shape == grad.shape else None
     if k is None:
         return None
