@@ -115,6 +115,22 @@ def test_batches_of_small_products_go_to_mkl_by_layout_and_threads(on_mkl, monke
     assert mkl.matmul(f32(32, 16), f32(16, 32)).shape == (32, 32) and len(calls) == 3 - (threads > 1)  # 2-D: NumPy
 
 
+def test_batch_offsets_are_kept_per_shape_and_strides(on_mkl):
+    """The matrices' byte offsets of a batch are made once per (shape, strides) and reused: the same batch
+    shape over other strides gets its own, and the kept arrays cannot be written to."""
+    mkl._offsets.cache_clear()
+    a, b = f32(2, 3, 5, 6), f32(2, 3, 6, 4)
+    heads = f32(2, 5, 3, 6).swapaxes(1, 2)  # (2, 3) batch again, other strides
+    for x, y in [(a, b), (heads, b), (a, b), (heads, b)]:
+        np.testing.assert_allclose(mkl.matmul(x, y), _reference(x, y), rtol=1e-5, atol=1e-5)
+    info = mkl._offsets.cache_info()
+    assert info.misses == 4 and info.hits == 8  # a's, heads', b's and the outputs' strides; then all kept
+    kept = mkl._offsets((2, 3), heads.strides[:2])
+    np.testing.assert_array_equal(kept, [0, 24, 48, 360, 384, 408])
+    with pytest.raises(ValueError, match="read-only"):
+        kept[0] = 1
+
+
 def test_edge_cases_keep_numpys_answers(on_mkl):
     a = f32(1024, 1024)  # MKL packs smaller operands whole before writing, so only a large product shows it
     np.testing.assert_array_equal(mkl.matmul(f32(3, 0), f32(0, 5)), np.zeros((3, 5), np.float32))  # k = 0

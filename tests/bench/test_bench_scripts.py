@@ -152,6 +152,22 @@ def test_attention_products_times_the_six_products_and_agrees_with_torch():
         assert seqlab_us > 0 and rate >= 0 and torch_us > 0 and ratio > 0, row
 
 
+def test_attention_products_with_jit_times_mkls_kernels_too():
+    """--jit: each product also by MKL's JIT kernel per matrix, checked against torch before it is timed."""
+    from seqlab import kernels, mkl
+
+    if mkl.mkl_path() is None or kernels.library() != "numba":
+        pytest.skip("needs MKL and Numba (the test extra installs both on Linux x86-64)")
+    proc = run_script("attention_products.py", "--shape", "2,3,8,4", "--repeats", "1", "--jit")
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.strip("|").split("|") for line in proc.stdout.splitlines()
+            if line.startswith("| ") and "µs" not in line and not line.startswith("| ---")]
+    assert len(rows) == 7 and all(len(r) == 8 for r in rows), proc.stdout
+    for row in rows[:6]:
+        jit_us, ratio = float(row[6]), float(row[7])
+        assert jit_us > 0 and ratio > 0, row
+
+
 def test_linear_products_times_three_products_a_layer_and_sums_them():
     """Each layer's forward, dx and dW, checked against torch.mm before timing; the last line sums the rows."""
     proc = run_script("linear_products.py", "--rows", "8", "--layers", "4x6,3x2", "--rounds", "1", "--calls", "1")
