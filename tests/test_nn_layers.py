@@ -44,6 +44,16 @@ def test_rms_norm():
     check_module(nn.RMSNorm(6, eps=1e-6), t, [(2, 3, 6)])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rms_norm_default_eps_is_the_dtypes_as_torch(dtype):
+    """eps=None: the input dtype's machine epsilon, which shows on inputs whose mean square is near it."""
+    x = (np.random.default_rng(0).standard_normal((2, 6)) * 3e-4).astype(dtype)
+    got = nn.RMSNorm(6)(seqlab.tensor(x)).numpy()
+    want = torch.nn.RMSNorm(6, dtype=getattr(torch, np.dtype(dtype).name))(torch.from_numpy(x)).detach().numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.float32 else 1e-12)
+    assert not np.allclose(got, nn.RMSNorm(6, eps=1e-6)(seqlab.tensor(x)).numpy(), rtol=1e-3)  # eps matters here
+
+
 def test_dropout_module_in_eval_and_p0():
     check_module(nn.Dropout(0.0), torch.nn.Dropout(0.0), [(3, 4)])
     check_module(nn.Dropout(0.7).eval(), torch.nn.Dropout(0.7).eval(), [(3, 4)])

@@ -142,6 +142,51 @@ def test_load_state_dict_rejects_other_groups():
         a.load_state_dict(b.state_dict())
 
 
+def test_torch_adam_state_loads_and_steps_on_as_torch():
+    """A state saved by torch.optim.AdamW (tensors, step a 0-d tensor) loads into seqlab's; both go on alike."""
+    s, t = _models()
+    t_opt = torch.optim.AdamW(t.parameters(), lr=0.01, weight_decay=0.1)
+    batches = _batches(6)
+    for x, y in batches[:3]:
+        t_opt.zero_grad()
+        torch.nn.functional.mse_loss(t(torch.from_numpy(x)), torch.from_numpy(y)).backward()
+        t_opt.step()
+    s.load_state_dict(t.state_dict())
+    s_opt = optim.AdamW(s.parameters(), lr=0.01, weight_decay=0.1)
+    s_opt.load_state_dict(t_opt.state_dict())
+    step = s_opt.state_dict()["state"][0]["step"]
+    assert type(step) is int and step == 3
+    for x, y in batches[3:]:
+        t_opt.zero_grad()
+        torch.nn.functional.mse_loss(t(torch.from_numpy(x)), torch.from_numpy(y)).backward()
+        t_opt.step()
+        s_opt.zero_grad()
+        F.mse_loss(s(seqlab.tensor(x)), seqlab.tensor(y)).backward()
+        s_opt.step()
+    for (name, tp), sp in zip(t.named_parameters(), s.parameters()):
+        np.testing.assert_allclose(sp.numpy(), tp.detach().numpy(), rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+def test_load_state_dict_refuses_state_of_other_shapes_and_keeps_its_own():
+    s, _ = _models()
+    opt = optim.Adam(s.parameters(), lr=0.1)
+    x, y = _batches(1)[0]
+    F.mse_loss(s(seqlab.tensor(x)), seqlab.tensor(y)).backward()
+    opt.step()
+    before = opt.state_dict()
+    other = nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3))
+    other.to(dtype=np.float64)
+    wrong = optim.Adam(other.parameters(), lr=0.1)
+    F.mse_loss(other(seqlab.tensor(x)), seqlab.tensor(y)).backward()
+    wrong.step()
+    with pytest.raises(ValueError, match=r"'exp_avg' of parameter 0 has shape \(4, 5\), the parameter has shape \(8, 5\)"):
+        opt.load_state_dict(wrong.state_dict())
+    after = opt.state_dict()
+    np.testing.assert_array_equal(after["state"][0]["exp_avg"], before["state"][0]["exp_avg"])
+    with pytest.raises(ValueError, match="names parameter 9; this optimizer has 4"):
+        opt.load_state_dict({"state": {9: {"step": 1}}, "param_groups": before["param_groups"]})
+
+
 def test_optimizer_argument_errors():
     p = [nn.Parameter(np.ones(2))]
     with pytest.raises(ValueError, match="empty"):

@@ -26,17 +26,37 @@ def test_safetensors_round_trip_matches_reference_reader(tmp_path):
     st_np = pytest.importorskip("safetensors.numpy")
     arrays = {"f32": np.arange(6, dtype=np.float32).reshape(2, 3), "f64": np.linspace(0, 1, 5),
               "i64": np.arange(4, dtype=np.int64), "f16": np.ones((2, 2), np.float16), "b": np.array([True, False]),
-              "empty": np.zeros((0, 3), np.float32)}
+              "empty": np.zeros((0, 3), np.float32), "scalar": np.array(3.5, np.float32),
+              "transposed": np.arange(6, dtype=np.float32).reshape(2, 3).T}
     save_file(arrays, tmp_path / "a.safetensors")
     ref = st_np.load_file(str(tmp_path / "a.safetensors"))
     ours = load_file(tmp_path / "a.safetensors")
     assert set(ref) == set(ours) == set(arrays)
     for k, v in arrays.items():
+        assert ours[k].shape == ref[k].shape == v.shape, k  # a 0-d array stays 0-d (shape [] in the header)
         assert ours[k].dtype == v.dtype and np.array_equal(ours[k], v) and np.array_equal(ref[k], v)
     # and files written by the reference writer read back the same
-    st_np.save_file(arrays, str(tmp_path / "b.safetensors"))
+    contiguous = {k: v for k, v in arrays.items() if k != "transposed"}  # the reference writes a view's memory as is
+    st_np.save_file(contiguous, str(tmp_path / "b.safetensors"))
     for k, v in load_file(tmp_path / "b.safetensors").items():
         assert np.array_equal(v, arrays[k])
+
+
+def test_save_file_refuses_names_that_are_not_strings(tmp_path):
+    with pytest.raises(TypeError, match="names are strings; got 1 \\(int\\)"):
+        save_file({1: np.zeros(2, np.float32)}, tmp_path / "a.safetensors")
+    assert not (tmp_path / "a.safetensors").exists()
+
+
+def test_a_module_with_a_0d_buffer_reloads_its_own_file(tmp_path):
+    model = seqlab.nn.Linear(2, 3)
+    model.register_buffer("count", seqlab.tensor(np.array(7.0, np.float32)))
+    save_file(model.state_dict(), tmp_path / "m.safetensors")
+    other = seqlab.nn.Linear(2, 3)
+    other.register_buffer("count", seqlab.tensor(np.array(0.0, np.float32)))
+    other.load_state_dict(load_file(tmp_path / "m.safetensors"))
+    assert other.count.shape == () and other.count.item() == 7.0
+    np.testing.assert_array_equal(other.weight.numpy(), model.weight.numpy())
 
 
 def test_bf16_is_widened_to_float32(tmp_path):

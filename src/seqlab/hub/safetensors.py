@@ -136,13 +136,16 @@ def save_file(tensors: Mapping[str, Any], path: str | os.PathLike, metadata: Map
     """Write arrays (NumPy, CuPy, seqlab or torch tensors) as a safetensors file, atomically."""
     path = Path(path)
     arrays = {}
+    bad = [name for name in tensors if not isinstance(name, str)]
+    if bad:
+        raise TypeError(f"safetensors names are strings; got {bad[0]!r} ({type(bad[0]).__name__})")
     for name in sorted(tensors):
         v = tensors[name]
         if hasattr(v, "detach") and hasattr(v, "cpu"):  # a torch tensor
             v = v.detach().cpu().numpy()
         if isinstance(v, Tensor):
             v = v.data
-        arr = np.ascontiguousarray(backend.to_numpy(v))
+        arr = np.asarray(backend.to_numpy(v), order="C")  # (ascontiguousarray would make a 0-d array 1-d)
         if arr.dtype not in _NAMES:
             raise ValueError(f"tensor {name!r} has dtype {arr.dtype}, which safetensors cannot store here")
         arrays[name] = arr.astype(arr.dtype.newbyteorder("<"), copy=False)

@@ -1,6 +1,8 @@
 """Normalisation layers."""
 from __future__ import annotations
 
+import numpy as np
+
 from seqlab import creation
 from seqlab import functional as F
 from seqlab.nn.module import Module, Parameter
@@ -37,12 +39,19 @@ class LayerNorm(Module):
 
 
 class RMSNorm(Module):
-    """x / √(mean(x²) + eps) · weight (T5's layer norm: no centring, no bias)."""
+    """x / √(mean(x²) + eps) · weight (T5's layer norm: no centring, no bias).
 
-    def __init__(self, normalized_shape: int, eps: float = 1e-6, dtype=None):
+    `eps=None` (the default, as torch's) is the input dtype's machine epsilon
+    (float32: 1.19e-7, float64: 2.2e-16); T5 passes its config's 1e-6.
+    """
+
+    def __init__(self, normalized_shape: int, eps: float | None = None, dtype=None):
         super().__init__()
         self.eps = eps
         self.weight = Parameter(creation.ones(normalized_shape, dtype=dtype))
 
     def forward(self, x):
-        return F.rms_norm(x, self.weight, self.eps)
+        eps = self.eps
+        if eps is None:
+            eps = float(np.finfo(x.dtype if np.dtype(x.dtype).kind == "f" else np.float32).eps)
+        return F.rms_norm(x, self.weight, eps)

@@ -85,9 +85,26 @@ class Optimizer:
             for k, v in theirs.items():
                 if k != "params":
                     mine[k] = copy.deepcopy(v)
-        self.state = {}
+        state = {}
         for i, s in state_dict["state"].items():
+            if not 0 <= int(i) < len(params):
+                raise ValueError(f"optimizer state names parameter {i}; this optimizer has {len(params)}")
             p = params[int(i)]
-            self.state[id(p)] = {k: (backend.to_device(v, p.device).astype(p.dtype)
-                                     if hasattr(v, "shape") and getattr(v, "ndim", 0) > 0 else v)
-                                 for k, v in s.items()}
+            state[id(p)] = {k: _state_value(k, v, p, int(i)) for k, v in s.items()}
+        self.state = state  # only once every entry fits: a refused state leaves the optimizer as it was
+
+
+def _state_value(key: str, v, p, index: int):
+    """One entry of a loaded per-parameter state: an array of the parameter's shape on its device and in its
+    dtype; a one-element value (torch's 0-d `step` tensor) a Python number; other values as they are."""
+    if hasattr(v, "detach") and hasattr(v, "cpu"):  # a torch tensor (a state saved by torch.optim)
+        v = v.detach().cpu().numpy()
+    if not hasattr(v, "shape"):
+        return v
+    if getattr(v, "ndim", 0) == 0:
+        x = v.item()
+        return int(x) if key == "step" and float(x).is_integer() else x
+    if tuple(v.shape) != tuple(p.shape):
+        raise ValueError(f"optimizer state {key!r} of parameter {index} has shape {tuple(v.shape)}, "
+                         f"the parameter has shape {tuple(p.shape)}")
+    return backend.to_device(v, p.device).astype(p.dtype)
