@@ -130,3 +130,18 @@ def test_init_constants_and_errors():
     with pytest.raises(ValueError, match=r"\(3,\)"):
         nn.init.xavier_uniform_(seqlab.zeros(3))
     assert nn.init.calculate_gain("tanh") == torch.nn.init.calculate_gain("tanh")
+
+
+@pytest.mark.parametrize("bad, match", [
+    ([[1.0, 2.0, 3.0]], "expects a Tensor \\(or an array\\), got list"),
+    (np.ones((2, 3), np.int64), "floating-point input, got dtype int64"),
+    (np.ones((2, 3), bool), "floating-point input, got dtype bool"),
+])
+def test_linear_refuses_what_torch_refuses(bad, match):
+    """Integer, bool or list input is a TypeError, as in torch (NumPy would have promoted ids to float64)."""
+    layer = nn.Linear(3, 2)
+    with pytest.raises(TypeError, match=match):
+        layer(bad)
+    t = torch.nn.Linear(3, 2)
+    with pytest.raises((TypeError, RuntimeError)):
+        t(torch.tensor(bad) if not isinstance(bad, list) else bad)

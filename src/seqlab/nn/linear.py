@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from seqlab import functional as F
 from seqlab import creation
 from seqlab.autograd.tensor import Tensor
@@ -36,7 +38,12 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, x: Tensor) -> Tensor:
-        if x.shape[-1] != self.in_features:
+        if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+            raise TypeError(f"Linear expects a Tensor (or an array), got {type(x).__name__}")
+        if np.dtype(x.dtype).kind != "f":  # torch refuses too; NumPy would promote ids to float64 silently
+            raise TypeError(f"Linear expects floating-point input, got dtype {x.dtype} (token ids go through an "
+                            f"Embedding first; else convert, e.g. x.float())")
+        if x.ndim == 0 or x.shape[-1] != self.in_features:
             raise ValueError(f"x has shape {x.shape} but the layer expects last dim {self.in_features}")
         return F.linear(x, self.weight, self.bias)
 
