@@ -7,6 +7,7 @@ from seqlab import backend
 from seqlab import random as _random
 from seqlab.autograd.ops import elementwise as E
 from seqlab.autograd.ops import movement as V
+from seqlab.autograd.ops.reduce import normalize_dim
 from seqlab.autograd.tensor import Tensor, _arr
 
 
@@ -67,7 +68,9 @@ def cat(tensors, dim: int = 0) -> Tensor:
     if not tensors:
         raise ValueError("cat() needs at least one tensor")
     nd = tensors[0].ndim
-    d = dim % nd
+    if nd == 0:
+        raise ValueError("cat(): zero-dimensional tensor (at position 0) cannot be concatenated")
+    d = normalize_dim(dim, nd)
     for t in tensors[1:]:
         if t.ndim != nd or any(a != b for i, (a, b) in enumerate(zip(t.shape, tensors[0].shape)) if i != d):
             raise ValueError(f"cat along dim {dim}: shapes {[x.shape for x in tensors]} differ outside that dim")
@@ -79,7 +82,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
     shapes = {t.shape for t in tensors}
     if len(shapes) != 1:
         raise ValueError(f"stack needs tensors of one shape, got {[t.shape for t in tensors]}")
-    return V.Stack.apply(*tensors, dim=dim % (tensors[0].ndim + 1))
+    return V.Stack.apply(*tensors, dim=normalize_dim(dim, tensors[0].ndim, extra=1))
 
 
 def where(condition, x, y) -> Tensor:

@@ -20,7 +20,7 @@ from seqlab.autograd.ops import elementwise as E
 from seqlab.autograd.ops import matmul as M
 from seqlab.autograd.ops import movement as V
 from seqlab.autograd.ops import reduce as R
-from seqlab.autograd.ops.reduce import normalize_dims
+from seqlab.autograd.ops.reduce import normalize_dim, normalize_dims
 
 
 def _to_array(data: Any, dtype=None, device: str | None = None):
@@ -92,7 +92,7 @@ class Tensor:
         return self._ctx is None
 
     def size(self, dim: int | None = None):
-        return self.data.shape if dim is None else self.data.shape[dim]
+        return self.data.shape if dim is None else self.data.shape[normalize_dim(dim, self.ndim)]
 
     def dim(self) -> int:
         return self.data.ndim
@@ -127,6 +127,18 @@ class Tensor:
 
     def __bool__(self):
         return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):  # as torch: a one-element integer (or bool) tensor can index a list, a slice, range()
+        if self.data.size != 1 or self.dtype.kind not in "biu":
+            raise TypeError(f"only integer tensors of a single element can be converted to an index, "
+                            f"got dtype {self.dtype} and shape {self.shape}")
+        return int(self.item())
 
     def __hash__(self):
         return id(self)
@@ -191,6 +203,84 @@ class Tensor:
         self.data[...] = src
         _versions.bump(self.data)
         return self
+
+    # In-place arithmetic, as torch's: `p -= lr * p.grad` under no_grad changes p itself. The result keeps
+    # self's dtype and shape: `other` (a Tensor, an array or a number) broadcasts to self's shape, and an
+    # op whose result would need a higher kind (a float into an integer tensor, any `/` into one) refuses.
+    def add_(self, other, alpha=1) -> "Tensor":
+        return self._arith_(backend.xp_of(self.data).add, "add_", other, alpha)
+
+    def sub_(self, other, alpha=1) -> "Tensor":
+        return self._arith_(backend.xp_of(self.data).subtract, "sub_", other, alpha)
+
+    def mul_(self, other) -> "Tensor":
+        return self._arith_(backend.xp_of(self.data).multiply, "mul_", other)
+
+    def div_(self, other) -> "Tensor":
+        return self._arith_(backend.xp_of(self.data).true_divide, "div_", other, true_divide=True)
+
+    def _arith_(self, ufunc, name: str, other, alpha=1, true_divide: bool = False) -> "Tensor":
+        self._in_place(name)
+        if isinstance(other, Tensor) and other.requires_grad and is_grad_enabled():
+            raise RuntimeError(f"{name}: the operand requires grad, and seqlab records no in-place op, so its "
+                               f"gradient would be lost; write the out-of-place `x = x.{name[:-1]}(y)` instead")
+        kind_self = _KIND_RANK.get(self.dtype.kind, 2)
+        if isinstance(other, (int, float, bool, np.number, np.bool_)):
+            src, shape = other, ()
+            kind = 0 if isinstance(other, (bool, np.bool_)) else 2 if isinstance(other, (float, np.floating)) else 1
+            if kind_self == 2 and kind != 0:
+                src = self.dtype.type(other)  # as torch: a number takes a float tensor's dtype
+        else:
+            src = _arr(other)
+            src = backend.to_device(src if hasattr(src, "dtype") else np.asarray(src), self.device)
+            kind, shape = _KIND_RANK.get(src.dtype.kind, 2), tuple(src.shape)
+        if true_divide:
+            kind = 2
+        if kind > kind_self:
+            raise RuntimeError(f"{name}: the result would be a {'float' if kind == 2 else 'integer'}, which "
+                               f"can't be cast to the tensor's dtype {self.dtype} (as torch); change a "
+                               f"tensor of a wider dtype, or use the out-of-place op")
+        try:
+            fits = np.broadcast_shapes(shape, self.shape) == self.shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"{name}: an operand of shape {shape} does not broadcast to the tensor's shape "
+                             f"{self.shape} (an in-place op keeps the tensor's shape)")
+        if alpha != 1:
+            if kind_self < 2 and isinstance(alpha, (float, np.floating)):
+                raise RuntimeError(f"{name}: alpha must be an integer for an integer tensor (as torch), "
+                                   f"got {alpha!r}")
+            src = src * (self.dtype.type(alpha) if kind_self == 2 else alpha)
+        if not getattr(getattr(self.data, "flags", None), "writeable", True):
+            raise RuntimeError(f"{name}: this tensor's array is read-only (a broadcast view, as from expand(), "
+                               f"where elements share memory, or an array marked read-only); change a clone()")
+        ufunc(self.data, src, out=self.data)
+        _versions.bump(self.data)
+        return self
+
+    # `x += y`: in place where `add_` would be allowed, and for a tensor in a graph (or an operand that
+    # requires grad) under grad mode the out-of-place op (Python falls back to `x = x + y` on
+    # NotImplemented), so `x = self.ln(x); x += residual` keeps its gradient. A leaf that requires grad
+    # refuses, as torch.
+    def _rebinds(self, other) -> bool:
+        if not is_grad_enabled():
+            return False
+        if self.requires_grad:
+            return self._ctx is not None  # a leaf: add_ refuses
+        return isinstance(other, Tensor) and other.requires_grad
+
+    def __iadd__(self, o):
+        return NotImplemented if self._rebinds(o) else self.add_(o)
+
+    def __isub__(self, o):
+        return NotImplemented if self._rebinds(o) else self.sub_(o)
+
+    def __imul__(self, o):
+        return NotImplemented if self._rebinds(o) else self.mul_(o)
+
+    def __itruediv__(self, o):
+        return NotImplemented if self._rebinds(o) else self.div_(o)
 
     # ---- conversion -------------------------------------------------------
     def to(self, arg=None, dtype=None) -> "Tensor":
@@ -381,6 +471,11 @@ class Tensor:
             m = np.asarray(m)
         if m.dtype != bool:
             raise TypeError(f"masked_fill expects a bool mask, got dtype {m.dtype}")
+        try:
+            np.broadcast_shapes(tuple(m.shape), self.shape)
+        except ValueError:
+            raise ValueError(f"masked_fill: the mask of shape {tuple(m.shape)} does not broadcast with the "
+                             f"tensor's shape {self.shape}") from None
         m = backend.to_device(m, self.device)  # a host mask for a GPU tensor: copied there
         if isinstance(value, Tensor):
             if value.ndim != 0:
@@ -480,14 +575,10 @@ class Tensor:
         return R.Max.apply(self, dim=dim, keepdim=keepdim)
 
     def argmax(self, dim=None, keepdim: bool = False):
-        if dim is None:
-            return Tensor(self.data.argmax())
-        return Tensor(_keep(self.data.argmax(axis=dim), dim, keepdim))
+        return _argminmax(self, dim, keepdim, use_min=False)
 
     def argmin(self, dim=None, keepdim: bool = False):
-        if dim is None:
-            return Tensor(self.data.argmin())
-        return Tensor(_keep(self.data.argmin(axis=dim), dim, keepdim))
+        return _argminmax(self, dim, keepdim, use_min=True)
 
     # ---- shape ------------------------------------------------------------
     def reshape(self, *shape):
@@ -498,20 +589,27 @@ class Tensor:
     view = reshape
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1):
-        nd = self.ndim
-        s, e = start_dim % max(nd, 1), end_dim % max(nd, 1)
+        s, e = normalize_dim(start_dim, self.ndim), normalize_dim(end_dim, self.ndim)
+        if s > e:
+            raise ValueError(f"flatten(): start_dim {start_dim} cannot come after end_dim {end_dim} "
+                             f"(shape {self.shape})")
         shape = self.shape[:s] + (-1,) + self.shape[e + 1:]
         return self.reshape(shape)
 
     def permute(self, *dims):
         dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
-        if sorted(d % self.ndim for d in dims) != list(range(self.ndim)):
+        if len(dims) != self.ndim:
             raise ValueError(f"permute dims {dims} are not a permutation of {self.ndim} dims")
-        return V.Permute.apply(self, dims=tuple(d % self.ndim for d in dims))
+        norm = tuple(normalize_dim(d, self.ndim) for d in dims)
+        if sorted(norm) != list(range(self.ndim)):
+            raise ValueError(f"permute dims {dims} are not a permutation of {self.ndim} dims")
+        return V.Permute.apply(self, dims=norm)
 
     def transpose(self, dim0: int, dim1: int):
+        dim0, dim1 = normalize_dim(dim0, self.ndim), normalize_dim(dim1, self.ndim)
         dims = list(range(self.ndim))
-        dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
+        if self.ndim:
+            dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
         return V.Permute.apply(self, dims=tuple(dims))
 
     @property
@@ -519,7 +617,7 @@ class Tensor:
         return V.Permute.apply(self, dims=tuple(reversed(range(self.ndim))))
 
     def unsqueeze(self, dim: int):
-        d = dim % (self.ndim + 1)
+        d = normalize_dim(dim, self.ndim, extra=1)
         return V.Reshape.apply(self, shape=self.shape[:d] + (1,) + self.shape[d:])
 
     def squeeze(self, dim=None):
@@ -545,13 +643,23 @@ class Tensor:
 
     def split(self, split_size, dim: int = 0):
         """Pieces of `split_size` along `dim` (or of the sizes in a list), as torch."""
-        n = self.shape[dim]
-        sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else []) \
-            if isinstance(split_size, int) else list(split_size)
+        if self.ndim == 0:
+            raise ValueError("split expects at least a 1-dimensional tensor")
+        d = normalize_dim(dim, self.ndim)
+        n = self.shape[d]
+        if isinstance(split_size, (int, np.integer)):
+            if split_size < 0:
+                raise ValueError(f"split expects split_size be non-negative, but got split_size={split_size}")
+            if split_size == 0 and n != 0:
+                raise ValueError(f"split_size can only be 0 if dimension size is 0, "
+                                 f"but got dimension size of {n}")
+            sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else []) \
+                if split_size else [0]
+        else:
+            sizes = list(split_size)
         if sum(sizes) != n:
             raise ValueError(f"split sizes {sizes} do not add up to {n} (dim {dim} of shape {self.shape})")
         out, start = [], 0
-        d = dim % self.ndim
         for s in sizes:
             index = (slice(None),) * d + (slice(start, start + s),)
             out.append(self[index])
@@ -560,14 +668,21 @@ class Tensor:
 
     def unbind(self, dim: int = 0):
         """The slices along `dim`, that dim removed (as torch.unbind)."""
-        d = dim % self.ndim
+        if self.ndim == 0:
+            raise ValueError("unbind() needs at least a 1-dimensional tensor")
+        d = normalize_dim(dim, self.ndim)
         return tuple(self[(slice(None),) * d + (i,)] for i in range(self.shape[d]))
 
     def flip(self, dims):
         dims = (dims,) if isinstance(dims, int) else tuple(dims)
+        norm = [normalize_dim(d, self.ndim) for d in dims]
+        if len(set(norm)) != len(norm):
+            raise ValueError(f"flip: dims {dims} name a dim more than once")
+        if self.ndim == 0:
+            return self[...]
         index = [slice(None)] * self.ndim
-        for d in dims:
-            index[d % self.ndim] = slice(None, None, -1)
+        for d in norm:
+            index[d] = slice(None, None, -1)
         return self[tuple(index)]
 
     def gather(self, dim: int, index) -> "Tensor":
@@ -579,7 +694,7 @@ class Tensor:
             raise TypeError(f"gather index must hold integers, got dtype {idx.dtype}")
         if idx.ndim != self.ndim:
             raise ValueError(f"gather index has {idx.ndim} dims but the tensor has {self.ndim} (shape {self.shape})")
-        return V.Gather.apply(self, _index_arrays(idx, self.device), dim=dim % self.ndim)
+        return V.Gather.apply(self, _index_arrays(idx, self.device), dim=normalize_dim(dim, self.ndim))
 
     def repeat(self, *sizes):
         """Tile the tensor `sizes[i]` times along dim i (as torch.repeat; new leading dims allowed)."""
@@ -595,18 +710,24 @@ class Tensor:
         return out.reshape(tuple(r * s for r, s in zip(sizes, shape)))
 
     def chunk(self, chunks: int, dim: int = 0):
-        n = self.shape[dim]
+        if chunks <= 0:
+            raise ValueError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+        if self.ndim == 0:
+            raise ValueError("chunk expects at least a 1-dimensional tensor")
+        n = self.shape[normalize_dim(dim, self.ndim)]
         size = -(-n // chunks)
         return self.split(size, dim)
 
     def softmax(self, dim: int = -1):
         from seqlab import functional as F
 
+        normalize_dim(dim, self.ndim)  # the IndexError of a dim out of range, as torch's
         return F.softmax(self, dim)
 
     def log_softmax(self, dim: int = -1):
         from seqlab import functional as F
 
+        normalize_dim(dim, self.ndim)
         return F.log_softmax(self, dim)
 
 
@@ -614,11 +735,24 @@ def _keep(arr, dim, keepdim):
     return arr if not keepdim else backend.xp_of(arr).expand_dims(arr, dim)
 
 
+def _argminmax(t: Tensor, dim, keepdim, use_min):
+    arg = t.data.argmin if use_min else t.data.argmax
+    if dim is None:
+        return Tensor(arg())
+    dim = normalize_dim(dim, t.ndim)
+    if t.ndim == 0:  # as torch: index 0
+        return Tensor(arg())
+    return Tensor(_keep(arg(axis=dim), dim, keepdim))
+
+
 def _minmax(t: Tensor, dim, keepdim, use_min):
     if dim is None:
         return R.Max.apply(t, dim=None, keepdim=False, use_min=use_min)
     if not isinstance(dim, int):
         raise TypeError(f"max/min with dim takes one int dim (as torch), got {dim!r}; use amax for several")
+    dim = normalize_dim(dim, t.ndim)
+    if t.ndim == 0:  # as torch: the value itself, at index 0
+        return MinMaxResult(R.Max.apply(t, dim=None, keepdim=False, use_min=use_min), Tensor(t.data.argmax()))
     values = R.MaxDim.apply(t, dim=dim, keepdim=keepdim, use_min=use_min)
     idx = t.data.argmin(axis=dim) if use_min else t.data.argmax(axis=dim)
     return MinMaxResult(values, Tensor(_keep(idx, dim, keepdim)))

@@ -65,6 +65,7 @@ def check(fn) -> None:
         if entry is not None and entry[0]() is root and entry[2] > saved_at:
             raise RuntimeError(
                 f"an array that {type(fn).__name__} saved for backward (its saved input {i}, shape "
-                f"{tuple(arr.shape)}) was changed in place (zero_, fill_ or copy_) after the forward pass "
+                f"{tuple(arr.shape)}) was changed in place (zero_, fill_, copy_, add_ and the like, or +=, "
+                f"-=, *=, /= on a tensor outside the graph) after the forward pass "
                 f"({entry[1]} change{'s' if entry[1] != 1 else ''} so far): the gradient would use the new "
                 f"values. Change a clone() instead, or make the change after backward()")

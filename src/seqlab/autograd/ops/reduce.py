@@ -5,16 +5,26 @@ from seqlab.autograd.function import Function
 from seqlab.backend import xp_of
 
 
+def normalize_dim(dim, ndim: int, extra: int = 0) -> int:
+    """`dim` as a position in 0..ndim-1+extra (negative counts from the end), else IndexError as torch's.
+
+    `extra=1` for ops that insert a dim (unsqueeze, stack): ndim + 1 places. A 0-d tensor takes dim 0
+    or -1, as torch (a scalar counts as one dim there).
+    """
+    n = max(ndim + extra, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim}): "
+                         f"dim {dim} is out of range for a tensor with {ndim} dimension{'s' if ndim != 1 else ''}")
+    return dim % n
+
+
 def normalize_dims(dim, ndim: int) -> tuple:
+    """`dim` (None: all, an int or a sequence) as sorted non-negative positions; () for a 0-d tensor."""
     if dim is None:
         return tuple(range(ndim))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    out = []
-    for d in dims:
-        if not -ndim <= d < max(ndim, 1):
-            raise IndexError(f"dim {d} is out of range for a tensor with {ndim} dimensions")
-        out.append(d % max(ndim, 1))
-    return tuple(sorted(set(out)))
+    out = {normalize_dim(d, ndim) for d in dims}
+    return tuple(sorted(out)) if ndim else ()
 
 
 def _expand_back(grad, shape, dims, keepdim):
