@@ -298,20 +298,42 @@ def binary_cross_entropy_with_logits(logits: Tensor, target, reduction: str = "m
 
 
 # ---- attention ----------------------------------------------------------------
-def _mask_parts(attn_mask, is_causal, tq, tk, xp, dtype):
-    """Split a torch-SDPA mask into (bias, block): bool True = may attend; float = added."""
+def _mask_parts(attn_mask, is_causal, tq, tk, xp, dtype, scores_shape=None):
+    """Split a torch-SDPA mask into (bias, block): bool True = may attend; float = added.
+
+    `attn_mask` may be a seqlab Tensor, a NumPy/CuPy array, a torch tensor or a (nested) list; any other
+    dtype than bool or floating raises TypeError (as torch), and a shape that does not broadcast to the
+    scores' `scores_shape` (..., L, S) raises ValueError. A floating seqlab Tensor stays a Tensor (its
+    gradient flows, e.g. T5's learned position bias).
+    """
     bias = block = None
     if attn_mask is not None:
         m = attn_mask
-        if isinstance(m, Tensor) and m.dtype == bool:
-            m = m.data
-        if isinstance(m, Tensor):
+        if not isinstance(m, Tensor):
+            if hasattr(m, "detach") and hasattr(m, "cpu") and hasattr(m, "numpy"):  # a torch tensor
+                m = m.detach().cpu().numpy()
+            elif not (hasattr(m, "dtype") and hasattr(m, "shape")):  # a list, tuple or Python scalar
+                m = np.asarray(m)
+        kind = m.dtype.kind if isinstance(m, Tensor) else np.dtype(m.dtype).kind
+        if kind not in "bf":
+            raise TypeError(f"attn_mask must be bool (True = may attend) or floating (added to the scores), "
+                            f"got dtype {m.dtype}")
+        if scores_shape is not None:
+            mshape, sshape = tuple(m.shape), tuple(scores_shape)
+            try:
+                ok = np.broadcast_shapes(mshape, sshape) == sshape
+            except ValueError:
+                ok = False
+            if not ok:
+                raise ValueError(f"attn_mask has shape {mshape}, which does not broadcast to the attention "
+                                 f"scores' shape {sshape} (..., L, S)")
+        if kind == "b":
+            block = ~backend.to_device(_arr(m), backend.device_of_module(xp))  # NumPy mask -> GPU with CuPy
+        elif isinstance(m, Tensor):
             bias = m if m.dtype == dtype else m.astype(dtype)
             bias = bias.to(backend.device_of_module(xp))  # a bias made on the host, scores on the GPU
-        elif getattr(m, "dtype", None) == bool:
-            block = ~xp.asarray(m)  # a NumPy mask moves to the GPU with CuPy (a no-op otherwise)
         else:
-            bias = xp.asarray(m, dtype=dtype)
+            bias = xp.asarray(backend.to_device(m, backend.device_of_module(xp)), dtype=dtype)
     if is_causal:
         causal_block = xp.triu(xp.ones((tq, tk), dtype=bool), k=1)
         block = causal_block if block is None else (block | causal_block)
@@ -358,7 +380,11 @@ def _attention(op, inputs, q_shape, k_shape, v_shape, dtype, xp, attn_mask, drop
                training, generator, weights_grad=False, **params) -> tuple[Tensor, Tensor]:
     """Masks, scale and dropout's keep mask for `op` (Attention or PackedAttention) on `inputs`."""
     tq, tk = q_shape[-2], k_shape[-2]
-    bias, block = _mask_parts(attn_mask, is_causal, tq, tk, xp, dtype)
+    try:
+        scores_shape = tuple(np.broadcast_shapes(tuple(q_shape[:-2]), tuple(k_shape[:-2]))) + (tq, tk)
+    except ValueError:
+        scores_shape = None  # q and k do not broadcast: the op itself reports it
+    bias, block = _mask_parts(attn_mask, is_causal, tq, tk, xp, dtype, scores_shape)
     s = 1.0 / math.sqrt(q_shape[-1]) if scale is None else scale
     keep = None
     if dropout_p > 0.0 and training:

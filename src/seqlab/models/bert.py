@@ -200,7 +200,9 @@ class BertModel(nn.Module, BertPreTrained):
         """input_ids (B, T) ints; attention_mask (B, T), 1 = real token, 0 = padding (HF convention);
         token_type_ids (B, T): 0 for sentence A, 1 for sentence B."""
         ids = batch_ids(input_ids)
-        tt = None if token_type_ids is None else token_ids(token_type_ids)
+        tt = None if token_type_ids is None else token_ids(token_type_ids, "token_type_ids")
+        if tt is not None and tt.shape != ids.shape:
+            raise ValueError(f"token_type_ids has shape {tt.shape} but input_ids {ids.shape}")
         mask = None
         if attention_mask is not None:
             am = mask_values(attention_mask)

@@ -17,7 +17,7 @@ import numpy as np
 from seqlab import backend
 from seqlab import functional as F
 from seqlab.autograd.tensor import Tensor
-from seqlab.models._common import as_array
+from seqlab.models._common import as_array, token_ids
 from seqlab.nn import init
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.linear import Linear
@@ -127,8 +127,8 @@ class TransformerClassifier(Module):
         logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
         loss = None
         if labels is not None:
-            lab = as_array(labels)
-            loss = F.cross_entropy(logits, lab.astype(np.int64).reshape(-1))
+            lab = token_ids(labels, "labels")  # TypeError for float labels: never truncated to class ids
+            loss = F.cross_entropy(logits, lab.reshape(-1))
         return SequenceClassifierOutput(loss=loss, logits=logits,
                                         attentions=tuple(weights) if weights is not None else None)
 

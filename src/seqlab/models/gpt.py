@@ -138,18 +138,21 @@ class GPTBlock(nn.Module):
         return x + self.mlp(self.ln_2(x)), w
 
 
-def causal_mask(attention_mask, t_new: int, t_past: int, xp=np):
+def causal_mask(attention_mask, t_new: int, t_past: int, xp=np, batch: int | None = None):
     """Bool (B|1, 1, T_new, T_past + T_new): query i (at position T_past + i) may attend key j <= it,
     and only to real tokens (attention_mask (B, T_past + T_new), 1 = real). None when nothing is blocked.
-    Built with the array module `xp` of the model's weights (CuPy on a GPU)."""
+    Built with the array module `xp` of the model's weights (CuPy on a GPU). With `batch`, the mask must
+    be exactly (batch, T_past + T_new): ValueError otherwise (it is never broadcast over the batch)."""
     t_all = t_past + t_new
     allowed = xp.arange(t_all)[None, :] <= (t_past + xp.arange(t_new))[:, None]  # (T_new, T_all)
     mask = allowed[None, None]                                                     # (1, 1, T_new, T_all)
     if attention_mask is not None:
         am = mask_values(attention_mask)
-        if am.shape[1] != t_all:
-            raise ValueError(f"attention_mask covers {am.shape[1]} positions but past ({t_past}) + new ({t_new}) "
-                             f"tokens are {t_all}")
+        if am.ndim != 2 or am.shape[1] != t_all or (batch is not None and am.shape[0] != batch):
+            b = batch if batch is not None else "batch"
+            past = f" after {t_past} cached positions" if t_past else ""
+            raise ValueError(f"attention_mask has shape {am.shape} but input_ids ({b}, {t_new}){past}: "
+                             f"expected ({b}, {t_all})")
         mask = mask & xp.asarray(am != 0)[:, None, None, :]                        # (B, 1, T_new, T_all)
     elif t_new == 1:
         return None
@@ -176,11 +179,16 @@ class GPTModel(nn.Module):
         t_past = past_key_values.get_seq_length() if past_key_values is not None else 0
         if position_ids is None:  # as transformers: 0, 1, ... after the cached positions, whatever the padding
             position_ids = xp.arange(t_past, t_past + T)[None, :]                      # (1, T)
-        pos = token_ids(position_ids)
+        pos = token_ids(position_ids, "position_ids")
+        if pos.ndim == 1 and pos.shape[0] == T:  # (T,): the same positions for every row (as transformers)
+            pos = pos[None, :]
+        if pos.ndim != 2 or pos.shape[1] != T or pos.shape[0] not in (1, B):
+            raise ValueError(f"position_ids has shape {pos.shape} but input_ids {ids.shape}: expected ({B}, {T}), "
+                             f"(1, {T}) or ({T},)")
         if pos.size and int(pos.max()) >= self.config.n_positions:
             raise ValueError(f"position {int(pos.max())} is beyond the model's {self.config.n_positions} positions")
         x = self.drop(self.wte(ids) + self.wpe(pos))                                   # (B, T, C)
-        mask = causal_mask(attention_mask, T, t_past, xp)
+        mask = causal_mask(attention_mask, T, t_past, xp, batch=B)
         attentions = []  # filled only if asked for: under no_grad they would keep every layer's weights alive
         for block in self.h:
             x, w = block(x, mask, past_key_values)
@@ -228,7 +236,11 @@ class GPT(nn.Module, GPTPreTrained):
         logits = self.lm_head(h)                                                       # (B, T, V)
         loss = None
         if labels is not None:  # token t predicts token t + 1
-            lab = token_ids(labels)[:, 1:].reshape(-1)                                 # (B·(T-1),)
+            lab = token_ids(labels, "labels")
+            if lab.shape != tuple(logits.shape[:2]):
+                raise ValueError(f"labels has shape {lab.shape} but input_ids {tuple(logits.shape[:2])}: "
+                                 f"expected the same (batch, seq) shape")
+            lab = lab[:, 1:].reshape(-1)                                               # (B·(T-1),)
             loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), lab)
         return CausalLMOutput(loss=loss, logits=logits, past_key_values=cache if use_cache or past_key_values
                               is not None else None, last_hidden_state=h, attentions=attn)

@@ -29,7 +29,7 @@ from seqlab.errors import ConfigError
 from seqlab.hub import keymap
 from seqlab.hub.config import HFConfig, activation
 from seqlab.hub.pretrained import PreTrainedModel
-from seqlab.models._common import batch_ids, mask_values, token_ids
+from seqlab.models._common import as_array, batch_ids, mask_values, token_ids
 from seqlab.models.outputs import BaseModelOutput, EncoderDecoderCache, Seq2SeqLMOutput
 
 
@@ -275,12 +275,19 @@ class T5Stack(nn.Module):
             mask = None
         if attention_mask is not None:
             am = backend.to_numpy(mask_values(attention_mask)) != 0  # masks are built on the host
-            if am.shape[1] != t_past + T:
-                raise ValueError(f"attention_mask covers {am.shape[1]} positions, expected {t_past + T}")
+            if am.shape != (B, t_past + T):  # never broadcast over the batch
+                past = f" after {t_past} cached positions" if t_past else ""
+                raise ValueError(f"attention_mask has shape {am.shape} but input_ids {ids.shape}{past}: "
+                                 f"expected ({B}, {t_past + T})")
             mask = am[:, None, None, :] if mask is None else (mask & am[:, None, None, :])  # (B, 1, T|1, T')
         cross_mask = None
         if encoder_attention_mask is not None:
-            cross_mask = (backend.to_numpy(mask_values(encoder_attention_mask, "encoder_attention_mask")) != 0)[:, None, None, :]  # (B, 1, 1, S)
+            em = backend.to_numpy(mask_values(encoder_attention_mask, "encoder_attention_mask")) != 0
+            if encoder_hidden_states is not None and em.shape != (B, encoder_hidden_states.shape[1]):
+                raise ValueError(f"encoder_attention_mask (the model's attention_mask) has shape {em.shape} but "
+                                 f"the decoder's batch and the encoder's length need "
+                                 f"({B}, {encoder_hidden_states.shape[1]})")
+            cross_mask = em[:, None, None, :]                                                 # (B, 1, 1, S)
         h = self.dropout(self.embed_tokens(ids))                                              # (B, T, C)
         mask, cross_mask = (None if m is None else backend.to_device(m, h.device) for m in (mask, cross_mask))  # once
         position_bias, self_w, cross_w = None, [], []
@@ -375,6 +382,14 @@ class T5ForConditionalGeneration(nn.Module, PreTrainedModel):
             if input_ids is None:
                 raise ValueError("pass input_ids or encoder_outputs")
             encoder_outputs = self.encoder(input_ids, attention_mask, output_attentions=output_attentions)
+        if labels is not None:  # (B, T_dec): one target per decoder position
+            lab, b_enc = token_ids(labels, "labels"), encoder_outputs.last_hidden_state.shape[0]
+            if decoder_input_ids is not None and lab.shape != tuple(as_array(decoder_input_ids).shape):
+                raise ValueError(f"labels has shape {lab.shape} but decoder_input_ids "
+                                 f"{tuple(as_array(decoder_input_ids).shape)}")
+            if lab.ndim != 2 or lab.shape[0] != b_enc:
+                raise ValueError(f"labels has shape {lab.shape} but input_ids has batch size {b_enc}: "
+                                 f"expected ({b_enc}, target length)")
         if decoder_input_ids is None:
             if labels is None:
                 raise ValueError("pass decoder_input_ids or labels")
@@ -388,7 +403,7 @@ class T5ForConditionalGeneration(nn.Module, PreTrainedModel):
         logits = self.lm_head(h)                                                  # (B, T, V)
         loss = None
         if labels is not None:
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), token_ids(labels).reshape(-1))
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), token_ids(labels, "labels").reshape(-1))
         enc_self = encoder_outputs.attentions[0] if encoder_outputs.attentions else None
         return Seq2SeqLMOutput(
             loss=loss, logits=logits, past_key_values=cache,

@@ -84,6 +84,9 @@ class SinusoidalPositionalEncoding(_Positional):
         self.register_buffer("pe", Tensor(sinusoidal_table(max_len, d_model)[None].astype(dt)))  # (1, T, d)
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        if len(x.shape) != 3:
+            raise ValueError(f"x has shape {tuple(x.shape)} but SinusoidalPositionalEncoding expects "
+                             f"(batch, seq, d_model) = (B, T, {self.d_model})")
         T = x.shape[1]
         _check_len("SinusoidalPositionalEncoding", offset + T, self.max_len)
         if x.shape[-1] != self.d_model:
