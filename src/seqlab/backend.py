@@ -80,6 +80,23 @@ def to_device(array: Any, device: str):
     return get_xp(device).asarray(array)
 
 
+def from_torch(x: Any) -> Any:
+    """A torch tensor's values as a NumPy array (detached, copied to the host); anything else as it is.
+
+    For the places that take torch's tensors beside arrays (masks, state dicts, optimizer states)."""
+    if type(x).__module__.split(".")[0] == "torch" and hasattr(x, "detach"):
+        return x.detach().cpu().numpy()
+    return x
+
+
+def broadcasts_to(shape: tuple, target: tuple) -> bool:
+    """Whether an array of `shape` broadcasts to `target` itself (not to a larger shape)."""
+    try:
+        return np.broadcast_shapes(tuple(shape), tuple(target)) == tuple(target)
+    except ValueError:
+        return False
+
+
 def to_numpy(array: Any) -> np.ndarray:
     """A NumPy array for `array`, copying from the GPU when needed."""
     return to_device(array, "cpu")

@@ -310,23 +310,16 @@ def _mask_parts(attn_mask, is_causal, tq, tk, xp, dtype, scores_shape=None):
     if attn_mask is not None:
         m = attn_mask
         if not isinstance(m, Tensor):
-            if hasattr(m, "detach") and hasattr(m, "cpu") and hasattr(m, "numpy"):  # a torch tensor
-                m = m.detach().cpu().numpy()
-            elif not (hasattr(m, "dtype") and hasattr(m, "shape")):  # a list, tuple or Python scalar
+            m = backend.from_torch(m)
+            if not (hasattr(m, "dtype") and hasattr(m, "shape")):  # a list, tuple or Python scalar
                 m = np.asarray(m)
         kind = m.dtype.kind if isinstance(m, Tensor) else np.dtype(m.dtype).kind
         if kind not in "bf":
             raise TypeError(f"attn_mask must be bool (True = may attend) or floating (added to the scores), "
                             f"got dtype {m.dtype}")
-        if scores_shape is not None:
-            mshape, sshape = tuple(m.shape), tuple(scores_shape)
-            try:
-                ok = np.broadcast_shapes(mshape, sshape) == sshape
-            except ValueError:
-                ok = False
-            if not ok:
-                raise ValueError(f"attn_mask has shape {mshape}, which does not broadcast to the attention "
-                                 f"scores' shape {sshape} (..., L, S)")
+        if scores_shape is not None and not backend.broadcasts_to(m.shape, scores_shape):
+            raise ValueError(f"attn_mask has shape {tuple(m.shape)}, which does not broadcast to the attention "
+                             f"scores' shape {tuple(scores_shape)} (..., L, S)")
         if kind == "b":
             block = ~backend.to_device(_arr(m), backend.device_of_module(xp))  # NumPy mask -> GPU with CuPy
         elif isinstance(m, Tensor):

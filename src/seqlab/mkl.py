@@ -256,7 +256,7 @@ def matmul(a, b, out=None, alpha: float = 1.0):
     count = math.prod(batch)
     ints = np.array([ta, tb, m, n, k, lda, ldb, ldc, count], dtype=np.int32)
     scalars = np.array([alpha, 0.0], dtype=_FLOAT32)
-    ptrs = [arr.ctypes.data + _offsets(batch, arr.strides[:-2]) for arr in (av, bv, out)]  # sums: new arrays
+    ptrs = [arr.ctypes.data + _offsets(batch, arr.strides[:-2]) for arr in (av, bv, out)]  # new arrays
     iptr, fptr = ints.ctypes.data, scalars.ctypes.data
     lib.cblas_sgemm_batch(_ROW_MAJOR, iptr, iptr + 4, iptr + 8, iptr + 12, iptr + 16, fptr,
                           ptrs[0].ctypes.data, iptr + 20, ptrs[1].ctypes.data, iptr + 24, fptr + 4,

@@ -240,11 +240,7 @@ class Tensor:
             raise RuntimeError(f"{name}: the result would be a {'float' if kind == 2 else 'integer'}, which "
                                f"can't be cast to the tensor's dtype {self.dtype} (as torch); change a "
                                f"tensor of a wider dtype, or use the out-of-place op")
-        try:
-            fits = np.broadcast_shapes(shape, self.shape) == self.shape
-        except ValueError:
-            fits = False
-        if not fits:
+        if not backend.broadcasts_to(shape, self.shape):
             raise ValueError(f"{name}: an operand of shape {shape} does not broadcast to the tensor's shape "
                              f"{self.shape} (an in-place op keeps the tensor's shape)")
         if alpha != 1:

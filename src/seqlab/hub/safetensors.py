@@ -140,9 +140,7 @@ def save_file(tensors: Mapping[str, Any], path: str | os.PathLike, metadata: Map
     if bad:
         raise TypeError(f"safetensors names are strings; got {bad[0]!r} ({type(bad[0]).__name__})")
     for name in sorted(tensors):
-        v = tensors[name]
-        if hasattr(v, "detach") and hasattr(v, "cpu"):  # a torch tensor
-            v = v.detach().cpu().numpy()
+        v = backend.from_torch(tensors[name])
         if isinstance(v, Tensor):
             v = v.data
         arr = np.asarray(backend.to_numpy(v), order="C")  # (ascontiguousarray would make a 0-d array 1-d)

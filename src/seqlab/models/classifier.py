@@ -137,9 +137,7 @@ def _real_tokens(attention_mask, shape, device: str) -> np.ndarray | None:
     """HF attention_mask (1 = real) as a bool array (B, T) on `device`, or None when absent."""
     if attention_mask is None:
         return None
-    m = attention_mask.data if isinstance(attention_mask, Tensor) else attention_mask
-    if hasattr(m, "detach"):
-        m = m.detach().cpu().numpy()
+    m = attention_mask.data if isinstance(attention_mask, Tensor) else backend.from_torch(attention_mask)
     m = backend.get_xp().asarray(m) if not hasattr(m, "shape") else m
     if tuple(m.shape) != tuple(shape):
         raise ValueError(f"attention_mask has shape {tuple(m.shape)} but input_ids has shape {tuple(shape)}")

@@ -382,11 +382,12 @@ class T5ForConditionalGeneration(nn.Module, PreTrainedModel):
             if input_ids is None:
                 raise ValueError("pass input_ids or encoder_outputs")
             encoder_outputs = self.encoder(input_ids, attention_mask, output_attentions=output_attentions)
+        lab = None
         if labels is not None:  # (B, T_dec): one target per decoder position
             lab, b_enc = token_ids(labels, "labels"), encoder_outputs.last_hidden_state.shape[0]
-            if decoder_input_ids is not None and lab.shape != tuple(as_array(decoder_input_ids).shape):
-                raise ValueError(f"labels has shape {lab.shape} but decoder_input_ids "
-                                 f"{tuple(as_array(decoder_input_ids).shape)}")
+            dec_shape = None if decoder_input_ids is None else tuple(as_array(decoder_input_ids).shape)
+            if dec_shape is not None and lab.shape != dec_shape:
+                raise ValueError(f"labels has shape {lab.shape} but decoder_input_ids {dec_shape}")
             if lab.ndim != 2 or lab.shape[0] != b_enc:
                 raise ValueError(f"labels has shape {lab.shape} but input_ids has batch size {b_enc}: "
                                  f"expected ({b_enc}, target length)")
@@ -402,8 +403,8 @@ class T5ForConditionalGeneration(nn.Module, PreTrainedModel):
             h = h * (self.config.d_model ** -0.5)
         logits = self.lm_head(h)                                                  # (B, T, V)
         loss = None
-        if labels is not None:
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), token_ids(labels, "labels").reshape(-1))
+        if lab is not None:
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), lab.reshape(-1))
         enc_self = encoder_outputs.attentions[0] if encoder_outputs.attentions else None
         return Seq2SeqLMOutput(
             loss=loss, logits=logits, past_key_values=cache,

@@ -29,10 +29,7 @@ def as_mask_array(mask, xp):
     """A mask given as a seqlab Tensor, NumPy/CuPy array, torch tensor or list, as an array of `xp`."""
     if mask is None:
         return None
-    if isinstance(mask, Tensor):
-        mask = mask.data
-    elif hasattr(mask, "detach") and hasattr(mask, "cpu"):  # a torch tensor
-        mask = mask.detach().cpu().numpy()
+    mask = mask.data if isinstance(mask, Tensor) else backend.from_torch(mask)
     return backend.to_device(mask, backend.device_of_module(xp))  # a host mask copied to the GPU, or back
 
 

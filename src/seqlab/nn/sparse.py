@@ -32,9 +32,7 @@ class Embedding(Module):
         """An Embedding holding `embeddings` (num_embeddings, embedding_dim), frozen unless `freeze=False`."""
         from seqlab.autograd.tensor import Tensor
 
-        arr = embeddings.data if isinstance(embeddings, Tensor) else embeddings
-        if hasattr(arr, "detach"):  # a torch tensor
-            arr = arr.detach().cpu().numpy()
+        arr = embeddings.data if isinstance(embeddings, Tensor) else backend.from_torch(embeddings)
         if backend.xp_of(arr) is np:
             arr = np.asarray(arr)
         if len(arr.shape) != 2:

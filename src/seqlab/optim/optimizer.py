@@ -97,8 +97,7 @@ class Optimizer:
 def _state_value(key: str, v, p, index: int):
     """One entry of a loaded per-parameter state: an array of the parameter's shape on its device and in its
     dtype; a one-element value (torch's 0-d `step` tensor) a Python number; other values as they are."""
-    if hasattr(v, "detach") and hasattr(v, "cpu"):  # a torch tensor (a state saved by torch.optim)
-        v = v.detach().cpu().numpy()
+    v = backend.from_torch(v)  # a state saved by torch.optim
     if not hasattr(v, "shape"):
         return v
     if getattr(v, "ndim", 0) == 0:

@@ -153,10 +153,7 @@ def _numpy(x: Any) -> np.ndarray:
     """A Tensor / array / torch tensor as a NumPy array."""
     from seqlab import backend
 
-    data = getattr(x, "data", x)
-    if hasattr(data, "detach"):  # a torch tensor
-        return data.detach().cpu().numpy()
-    return np.asarray(backend.to_numpy(data))
+    return np.asarray(backend.to_numpy(backend.from_torch(getattr(x, "data", x))))
 
 
 def _per_layer(weights: Any, what: str) -> list[np.ndarray]:
