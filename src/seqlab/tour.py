@@ -356,8 +356,7 @@ def _synthetic_gpt(config: Any, run_dir: Path) -> Any:
         return lm_loss(model_output(model(x)), y), {"tokens": int(x.size)}
 
     def finish(model, out_dir: Path) -> dict:
-        ids_out = sample(model, tok.encode("\n"), config.sample_chars, config.block_size, config.temperature,
-                         config.seed)
+        ids_out = sample(model, tok.encode("\n"), config.sample_chars, config.temperature, config.seed)
         (Path(out_dir) / "sample.txt").write_text(tok.decode(ids_out), encoding="utf-8")
         return {"sample": str(Path(out_dir) / "sample.txt")}
 

@@ -204,3 +204,51 @@ def test_save_pretrained_loads_in_transformers(T, torch, tmp_path, tie):
         gen = ref.generate(torch.tensor(ids), max_new_tokens=20, do_sample=False).numpy()
     np.testing.assert_allclose(ours(ids).logits.numpy(), r, rtol=0, atol=1e-5)
     np.testing.assert_array_equal(ours.generate(ids, max_new_tokens=20), gen)
+
+
+def _nanogpt_greedy(hf, torch, ids, mask, n):
+    """nanoGPT's generate with transformers' GPT-2: each step reads the last n_positions tokens, from position 0."""
+    W = hf.config.n_positions
+    seq, m = torch.tensor(ids), torch.tensor(mask)
+    for _ in range(n):
+        win, wm = seq[:, -W:], m[:, -W:]
+        pos = (wm.cumsum(-1) - 1).clamp(min=0)
+        with torch.no_grad():
+            nxt = hf(win, attention_mask=wm, position_ids=pos).logits[:, -1].argmax(-1, keepdim=True)
+        seq, m = torch.cat([seq, nxt], 1), torch.cat([m, torch.ones_like(nxt)], 1)
+    return seq.numpy()
+
+
+def test_sliding_generation_equals_nanogpts_cropped_context_with_transformers(T, torch, tmp_path):
+    """slide=True: past n_positions (64) each step reads the last 64 tokens, renumbered from 0. The tokens are
+    those of transformers' GPT-2 run on the cropped windows, with and without the cache, for left-padded rows;
+    a prompt longer than the model is read through its end. Without slide it is the transformers error."""
+    hf, ours, _ = make_pair(T, torch, tmp_path, "small")
+    ids, mask = left_padded_batch(97)
+    ref = _nanogpt_greedy(hf, torch, ids, mask, 90)                     # 8 + 90 = 98 > 64
+    got = ours.generate(ids, mask, max_new_tokens=90, slide=True)
+    assert got.shape == (3, 98)
+    np.testing.assert_array_equal(got, ref)
+    np.testing.assert_array_equal(ours.generate(ids, mask, max_new_tokens=90, slide=True, use_cache=False), got)
+    long = np.random.default_rng(5).integers(3, 97, (2, 70))            # the prompt alone outgrows the model
+    got = ours.generate(long, max_new_tokens=6, slide=True)
+    np.testing.assert_array_equal(got, _nanogpt_greedy(hf, torch, long, np.ones_like(long), 6))
+    with pytest.raises(ValueError, match="exceeds the model's 64 positions; pass slide=True"):
+        ours.generate(ids, mask, max_new_tokens=90)
+    # a prompt that fits with its new tokens: slide changes nothing
+    np.testing.assert_array_equal(ours.generate(ids, mask, max_new_tokens=20, slide=True),
+                                  ours.generate(ids, mask, max_new_tokens=20))
+
+
+def test_sliding_generation_samples_and_beams_the_same_with_and_without_the_cache():
+    seqlab.manual_seed(0)
+    m = GPT(GPTConfig(vocab_size=30, n_positions=16, n_embd=16, n_layer=2, n_head=2, eos_token_id=None)).eval()
+    ids = np.random.default_rng(2).integers(0, 30, (2, 5))
+    a = m.generate(ids, max_new_tokens=40, slide=True, do_sample=True, top_k=10, seed=3)
+    b = m.generate(ids, max_new_tokens=40, slide=True, do_sample=True, top_k=10, seed=3, use_cache=False)
+    assert a.shape == (2, 45)
+    np.testing.assert_array_equal(a, b)
+    beams = m.generate(ids, max_new_tokens=20, slide=True, num_beams=3)
+    assert beams.shape == (2, 25)
+    np.testing.assert_array_equal(beams, m.generate(ids, max_new_tokens=20, slide=True, num_beams=3,
+                                                    use_cache=False))

@@ -94,6 +94,8 @@ def test_greedy_and_beam_generation_equal_transformers(T, torch, tmp_path, name)
     np.testing.assert_array_equal(ours.generate(ids, mask, max_new_tokens=20, use_cache=False), got)
     np.testing.assert_array_equal(ours.generate(ids, mask, max_new_tokens=12, num_beams=3), beam)
     np.testing.assert_array_equal(ours.generate(ids, mask, max_new_tokens=12, num_beams=3, use_cache=False), beam)
+    with pytest.raises(ValueError, match="slide=True is for a GPT"):  # relative positions have no limit
+        ours.generate(ids, mask, max_new_tokens=2, slide=True)
 
 
 def test_beam_search_with_an_emitted_end_token(T, torch, tmp_path):

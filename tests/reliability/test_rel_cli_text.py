@@ -1,5 +1,6 @@
-"""Texts longer than the model's positions: cut with one `warning:` line by default, refused with
---no-truncate (attention, embed, generate); the cut is at a token boundary and fits exactly."""
+"""Texts longer than the model's positions: cut with one `warning:` line by default (attention, embed),
+a sliding window with one `note:` line (generate), refused with --no-truncate; the cut is at a token
+boundary and fits exactly."""
 from __future__ import annotations
 
 import numpy as np
@@ -103,14 +104,24 @@ def test_embed_no_truncate_and_section_3_2(cli, models):
 
 # ---------------------------------------------------------------- generate
 
-def test_generate_keeps_the_end_of_a_long_prompt(cli, models):
+def test_generate_slides_past_the_models_positions(cli, models):
+    """A prompt and new tokens that outgrow n_positions are not cut: each new token reads the last 16 tokens
+    (generate(slide=True), nanoGPT's sampler), with one note and no warning; the whole prompt is printed."""
     code, out, err = cli("generate", models.gpt, "--prompt", LONG, "--max-new-tokens", "4")
     assert code == 0, err
-    (warning,) = warnings_of(err)
     ids = models.bpe.encode(LONG)
-    assert f"--prompt has {len(ids)} tokens" in warning and "keeping its last 12 tokens" in warning
-    expected = _gpt(models).generate(np.array([ids[-12:]]), max_new_tokens=4)[0, 12:]
+    (line,) = err.splitlines()
+    assert line.startswith("note: ") and warnings_of(err) == []
+    assert f"--prompt has {len(ids)} tokens" in line and "the last 16 tokens" in line and "--no-truncate" in line
+    expected = _gpt(models).generate(np.array([ids]), max_new_tokens=4, slide=True)[0, len(ids):]
     assert out.rstrip("\n") == LONG + models.bpe.decode(expected)
+    # a short prompt with many new tokens slides too
+    code, out, err = cli("generate", models.gpt, "--prompt", "a cat", "--max-new-tokens", "30")
+    ids = models.bpe.encode("a cat")
+    expected = _gpt(models).generate(np.array([ids]), max_new_tokens=30, slide=True)[0, len(ids):]
+    assert code == 0 and "note: " in err and out.rstrip("\n") == "a cat" + models.bpe.decode(expected)
+    code, out, err = cli("generate", models.gpt, "--prompt", "a cat", "--max-new-tokens", "3")
+    assert code == 0 and err == ""  # it fits: nothing to say
 
 
 def test_generate_no_truncate_refuses(cli, models):

@@ -74,6 +74,8 @@ def test_task_trains_evaluates_and_resumes(task, tmp_path):
     assert set(setting_choices(get_task(task).Config)["metric"]) <= set(rest.last_eval), rest.last_eval
     summary = json.loads((out / "summary.json").read_text())
     assert summary["step"] == 2
+    if task == "shakespeare-gpt":  # 20 characters from a model of 16 positions: the sampler slides its window
+        assert len((out / "sample.txt").read_text(encoding="utf-8")) == 20
     run = runs.load_run(out)  # rebuilt for inference from the run folder alone
     if run.task.predict is not None:
         assert run.task.predict(run.task.model, ["a fine film", "dull"]).shape == (2,)

@@ -19,14 +19,20 @@ from seqlab.errors import CheckpointError, ConfigError
 POSITION_FIELDS = ("n_positions", "max_position_embeddings", "max_len")
 
 
-def add_truncation_argument(p: argparse.ArgumentParser) -> None:
+def add_truncation_argument(p: argparse.ArgumentParser,
+                            default: str = "cut it, with a warning") -> None:
     p.add_argument("--no-truncate", action="store_true",
-                   help="refuse a text longer than the model's positions (default: cut it, with a warning)")
+                   help=f"refuse a text longer than the model's positions (default: {default})")
 
 
 def warn(message: str) -> None:
     """One ``warning: ...`` line on stderr (the CLI owns the terminal)."""
     print(f"warning: {message}", file=sys.stderr)
+
+
+def note(message: str) -> None:
+    """One ``note: ...`` line on stderr: information, nothing wrong."""
+    print(f"note: {message}", file=sys.stderr)
 
 
 def check_text(text: str, name: str) -> str:

@@ -4,9 +4,10 @@ MODEL_DIR is a Hugging Face folder (config.json, model.safetensors and the
 tokenizer files; `seqlab train clm-pretrain` writes one at RUN/pretrained) or
 a `seqlab train` run folder of a GPT (shakespeare-gpt; --checkpoint picks its
 best or latest weights). Greedy by default; --temperature / --top-k / --top-p
-sample (with --seed); --num-beams runs beam search. A GPT prompt that leaves
-fewer than --max-new-tokens of the model's positions free keeps its last
-tokens, with a warning (--no-truncate: an error instead).
+sample (with --seed); --num-beams runs beam search. When a GPT's prompt and
+new tokens outgrow its positions, each new token reads the last n_positions
+tokens, as nanoGPT's sampler does, with a note (--no-truncate: an error
+instead).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from seqlab.cli._args import int_at_least
 from seqlab.cli.attention import is_run_folder, run_tokenizer
-from seqlab.cli._text import add_truncation_argument, check_text, check_vocabulary, warn
+from seqlab.cli._text import add_truncation_argument, check_text, check_vocabulary, note
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -32,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-beams", type=int, default=1, help="beam search with this many beams (no sampling)")
     p.add_argument("--seed", type=int_at_least(0), default=0, help="random seed for sampling")
     p.add_argument("--no-cache", action="store_true", help="recompute every position at each step")
-    add_truncation_argument(p)
+    add_truncation_argument(p, default="each new token reads the last n_positions tokens, with a note")
 
 
 def run(args) -> int:
@@ -82,13 +83,13 @@ def run(args) -> int:
     rows = [_encode(tok, p, seq2seq) for p in args.prompt]
     for row in rows:
         check_vocabulary(row, model, tok, args.model_dir)
-    if not seq2seq:  # T5's positions are relative: no limit
-        rows = _fit_prompts(rows, names, model.config.n_positions, args.max_new_tokens, args.no_truncate)
+    # T5's positions are relative: no limit
+    slide = not seq2seq and _outgrows(rows, names, model.config.n_positions, args.max_new_tokens, args.no_truncate)
     ids, mask = _pad(rows, left=not seq2seq)
     out = model.generate(ids, mask, max_new_tokens=args.max_new_tokens,
                          do_sample=sample, temperature=args.temperature or 1.0, top_k=args.top_k,
                          top_p=args.top_p, num_beams=args.num_beams, seed=args.seed,
-                         use_cache=not args.no_cache)
+                         use_cache=not args.no_cache, slide=slide)
     for prompt, kept, row in zip(args.prompt, rows, out):
         if seq2seq:
             print(_decode(tok, [int(i) for i in row[1:]]))  # after the decoder's start token
@@ -126,31 +127,29 @@ def _decode(tok, ids: list[int]) -> str:
     return tok.decode(ids) if _is_char(tok) else tok.decode(ids, skip_special_tokens=True)
 
 
-def _fit_prompts(rows: list[list[int]], names: list[str], positions: int, max_new_tokens: int,
-                 no_truncate: bool) -> list[list[int]]:
-    """Each GPT prompt cut to its last ``positions - max_new_tokens`` tokens (with a warning), or refused.
+def _outgrows(rows: list[list[int]], names: list[str], positions: int, max_new_tokens: int,
+              no_truncate: bool) -> bool:
+    """Whether the longest GPT prompt plus the new tokens outgrows the model's positions (with a note), or refused.
 
-    The end of a prompt is what the next token continues, so it is the part
-    kept (transformers' ``truncation_side="left"``).
+    Prompts are left-padded to the longest, so the longest decides. Past the
+    limit, generation slides: each new token reads the last ``positions``
+    tokens (``generate(slide=True)``, nanoGPT's sampler), so nothing of the
+    prompt is cut from the output.
     """
-    from seqlab.cli.main import UsageError
     from seqlab.errors import ConfigError
 
-    room = positions - max_new_tokens
-    if room < 1:
-        raise UsageError(f"--max-new-tokens {max_new_tokens} leaves no room for a prompt in the model's "
-                         f"{positions} positions (n_positions); ask for at most {positions - 1}")
-    out = []
-    for name, row in zip(names, rows):
-        if len(row) > room:
-            why = (f"{name} has {len(row)} tokens but the model's {positions} positions (n_positions) leave "
-                   f"{room} beside --max-new-tokens {max_new_tokens}")
-            if no_truncate:
-                raise ConfigError(f"{why}; shorten it, lower --max-new-tokens, or drop --no-truncate")
-            warn(f"{why}; keeping its last {room} tokens (pass --no-truncate to refuse instead)")
-            row = row[-room:]
-        out.append(row)
-    return out
+    i = max(range(len(rows)), key=lambda j: len(rows[j]))
+    need = len(rows[i]) + max_new_tokens
+    if need <= positions:
+        return False
+    n = len(rows[i])
+    why = (f"{names[i]} has {n} token{'s' if n != 1 else ''} and --max-new-tokens {max_new_tokens} adds more: {need} "
+           f"positions, but the model has {positions} positions (n_positions)")
+    if no_truncate:
+        raise ConfigError(f"{why}; shorten it, lower --max-new-tokens, or drop --no-truncate")
+    note(f"{why}; each new token reads the last {positions} tokens, as nanoGPT's sampler does "
+         f"(--no-truncate refuses instead)")
+    return True
 
 
 def _pad(rows: list[list[int]], left: bool):

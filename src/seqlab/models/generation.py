@@ -41,16 +41,31 @@ def _eos_list(eos) -> list[int]:
     return [int(e) for e in (eos if isinstance(eos, (list, tuple, np.ndarray)) else [eos])]
 
 
+def _positions(mask: np.ndarray) -> np.ndarray:
+    """Position ids (B, T) from a left-padded mask: cumsum − 1 over real tokens, 0 on padding."""
+    return np.where(mask == 0, 0, mask.cumsum(-1) - 1)
+
+
 # ---- one decoding step per model family --------------------------------------------------
 class _CausalStepper:
-    """GPT: feeds the prompt once, then one token per step; tracks mask and position ids."""
+    """GPT: feeds the prompt once, then one token per step; tracks mask and position ids.
 
-    def __init__(self, model, ids: np.ndarray, mask: np.ndarray, use_cache: bool, max_new_tokens: int = 0):
-        self.model, self.use_cache = model, use_cache
+    With a `window` (slide=True: the model's n_positions), a sequence longer
+    than the window is read through its last `window` tokens, renumbered
+    from position 0, as nanoGPT's generate crops its context. The cache
+    serves until the sequence outgrows the window; after that every position
+    shifts by one at each step, so cached keys no longer match and each step
+    runs the whole window.
+    """
+
+    def __init__(self, model, ids: np.ndarray, mask: np.ndarray, use_cache: bool, max_new_tokens: int = 0,
+                 window: int | None = None):
+        self.model, self.use_cache, self.window = model, use_cache, window
         self.mask = mask
-        self.positions = np.where(mask == 0, 0, mask.cumsum(-1) - 1)  # (B, T): left padding starts at 0
+        self.positions = _positions(mask)                                 # (B, T): left padding starts at 0
         # room for the whole generation from the start: the cache never grows (no copies)
-        self.cache = KVCache(capacity=ids.shape[1] + max_new_tokens) if use_cache else None
+        total = ids.shape[1] + max_new_tokens
+        self.cache = KVCache(capacity=min(total, window or total)) if use_cache else None
         self.prompt_len = ids.shape[1]
 
     def logits(self, seqs: np.ndarray) -> np.ndarray:
@@ -60,7 +75,11 @@ class _CausalStepper:
             self.mask = np.concatenate([self.mask, np.ones((seqs.shape[0], n), dtype=self.mask.dtype)], 1)
             last = self.positions[:, -1:]
             self.positions = np.concatenate([self.positions, last + np.arange(1, n + 1)[None, :]], 1)
-        if self.cache is not None:
+        if self.window is not None and seqs.shape[1] > self.window:
+            self.cache = None                                           # positions shift from now on
+            mask = self.mask[:, -self.window:]
+            out = self.model(seqs[:, -self.window:], attention_mask=mask, position_ids=_positions(mask))
+        elif self.cache is not None:
             seen = self.cache.get_seq_length()
             out = self.model(seqs[:, seen:], attention_mask=self.mask, past_key_values=self.cache, use_cache=True,
                              position_ids=self.positions[:, seen:])
@@ -152,13 +171,18 @@ def generate(model, input_ids, attention_mask=None, *, max_new_tokens: int = 20,
              temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
              num_beams: int = 1, length_penalty: float = 1.0, early_stopping: bool | str = False,
              eos_token_id=None, pad_token_id=None, use_cache: bool = True, seed: int | None = None,
-             generator: np.random.Generator | None = None) -> np.ndarray:
+             generator: np.random.Generator | None = None, slide: bool = False) -> np.ndarray:
     """Token ids (B, T + n) for a GPT, or (B, 1 + n) starting with the decoder start token for T5.
 
     input_ids (B, T); attention_mask (B, T), 1 = real token (GPT prompts of
     different lengths are left-padded). eos_token_id / pad_token_id default
     to the model config's (pad falls back to eos). Sampling draws from
     `generator` or a new one seeded with `seed`.
+
+    A GPT's prompt and new tokens must fit in its n_positions, as in
+    transformers, unless `slide=True`: then each step reads the last
+    n_positions tokens (nanoGPT's generate), so a model trained on 64-token
+    blocks can write 1,000 tokens. The whole sequence is returned.
     """
     _check(max_new_tokens, temperature, top_k, top_p, num_beams)
     if seed is not None:
@@ -175,9 +199,14 @@ def generate(model, input_ids, attention_mask=None, *, max_new_tokens: int = 20,
     if pad is None:
         pad = eos[0] if eos else 0
     seq2seq = bool(getattr(cfg, "is_encoder_decoder", False))
-    if not seq2seq and ids.shape[1] + max_new_tokens > cfg.n_positions:
+    if slide and seq2seq:
+        raise ValueError("slide=True is for a GPT's absolute positions; T5's positions are relative and have no "
+                         "limit")
+    if not seq2seq and not slide and ids.shape[1] + max_new_tokens > cfg.n_positions:
         raise ValueError(f"prompt ({ids.shape[1]}) + max_new_tokens ({max_new_tokens}) exceeds the model's "
-                         f"{cfg.n_positions} positions")
+                         f"{cfg.n_positions} positions; pass slide=True to read only the last "
+                         f"{cfg.n_positions} tokens at each step, as nanoGPT does")
+    window = cfg.n_positions if slide else None
     was_training = model.training
     model.eval()
     try:
@@ -187,14 +216,14 @@ def generate(model, input_ids, attention_mask=None, *, max_new_tokens: int = 20,
                 start = np.full((ids.shape[0], 1), model.decoder_start_token_id, dtype=np.int64)
             else:
                 stepper = _CausalStepper(model, np.repeat(ids, num_beams, 0), np.repeat(mask, num_beams, 0),
-                                         use_cache, max_new_tokens)
+                                         use_cache, max_new_tokens, window)
                 start = ids
             return beam_search(stepper, start, num_beams, max_new_tokens, eos, pad, length_penalty, early_stopping)
         if seq2seq:
             stepper = _Seq2SeqStepper(model, ids, mask, use_cache)
             seqs = np.full((ids.shape[0], 1), model.decoder_start_token_id, dtype=np.int64)
         else:
-            stepper, seqs = _CausalStepper(model, ids, mask, use_cache, max_new_tokens), ids
+            stepper, seqs = _CausalStepper(model, ids, mask, use_cache, max_new_tokens, window), ids
         rng = generator or np.random.default_rng(seed)
         return _sample_loop(stepper, seqs, max_new_tokens, do_sample, temperature, top_k, top_p, eos, pad, rng)
     finally:

@@ -78,20 +78,15 @@ def lm_evaluate(model, splits: dict[str, np.ndarray], block: int, batch: int, it
     return out
 
 
-def sample(model, prompt_ids: list[int], n: int, block: int, temperature: float, seed: int) -> list[int]:
-    """Sample n tokens after the prompt (softmax with temperature), one forward pass per token."""
-    from seqlab import backend, no_grad
+def sample(model, prompt_ids: list[int], n: int, temperature: float, seed: int) -> list[int]:
+    """n tokens sampled after the prompt (softmax with temperature), no end token.
 
-    rng = np.random.default_rng(seed)
-    ids = list(prompt_ids)
-    model.eval()
-    with no_grad():
-        for _ in range(n):
-            x = np.array([ids[-block:]], dtype=np.int64)                             # (1, T)
-            logits = backend.to_numpy(model_output(model(x)).data)[0, -1].astype(np.float64)  # (V,)
-            p = np.exp((logits - logits.max()) / temperature)
-            ids.append(int(rng.choice(len(p), p=p / p.sum())))
-    return ids[len(prompt_ids):]
+    Each step reads the last n_positions tokens (``generate(slide=True)``),
+    as nanoGPT's sampler does, so the text can be longer than a block.
+    """
+    out = model.generate(np.array([prompt_ids], dtype=np.int64), max_new_tokens=n, do_sample=True,
+                         temperature=temperature, seed=seed, slide=True, eos_token_id=[])
+    return [int(i) for i in out[0, len(prompt_ids):]]
 
 
 def build(config: Config, run_dir: Path | None = None, data_dir: Path | None = None, training: bool = True) -> Task:
@@ -121,8 +116,8 @@ def build(config: Config, run_dir: Path | None = None, data_dir: Path | None = N
     def finish(model, out_dir: Path) -> dict:
         if not config.sample_chars:
             return {}
-        text_out = tok.decode(sample(model, tok.encode("\n"), config.sample_chars, config.block_size,
-                                     config.temperature, config.seed))
+        text_out = tok.decode(sample(model, tok.encode("\n"), config.sample_chars, config.temperature,
+                                     config.seed))
         (Path(out_dir) / "sample.txt").write_text(text_out, encoding="utf-8")
         return {"sample": str(Path(out_dir) / "sample.txt")}
 
