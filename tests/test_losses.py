@@ -160,3 +160,75 @@ def test_mse_loss_warns_when_the_shapes_broadcast():
     with pytest.warns(UserWarning):
         want = TF.mse_loss(torch.from_numpy(a), torch.from_numpy(b))
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+# ---- class weights, class-probability targets, and the loss modules (torch.nn's names) -----------------
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.15])
+@pytest.mark.parametrize("shape", [(7, 5), (3, 5, 2)])
+def test_cross_entropy_with_class_weights(reduction, label_smoothing, shape):
+    """torch's weighted cross-entropy: each class rescaled; 'mean' divides by the targets' summed weights."""
+    tgt = _targets((shape[0],) + shape[2:], shape[1], ignore_every=3, seed=len(shape))
+    w = np.array([0.5, 2.0, 1.0, 0.0, 3.0])
+    kw = dict(reduction=reduction, label_smoothing=label_smoothing)
+    check_op(lambda x, t, weight: F.cross_entropy(x, t, weight, **kw),
+             lambda x, t, weight: TF.cross_entropy(x, t, weight, **kw), [shape, tgt], {"weight": w})
+    check_op(lambda x, t, weight: F.nll_loss(F.log_softmax(x, 1), t, weight, reduction=reduction),
+             lambda x, t, weight: TF.nll_loss(TF.log_softmax(x, 1), t, weight, reduction=reduction),
+             [shape, tgt], {"weight": w})
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.2])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cross_entropy_with_class_probability_targets(reduction, label_smoothing, weighted):
+    """Float targets of the logits' shape are class probabilities (soft labels), as in torch, for (N, C),
+    (N, C, d) and unbatched (C,) logits."""
+    rng = np.random.default_rng(3)
+    for shape in [(6, 4), (2, 4, 3), (4,)]:
+        probs = rng.dirichlet(np.ones(4), size=int(np.prod(shape)) // 4).reshape(-1, 4)
+        probs = np.moveaxis(probs.reshape((shape[0],) + shape[2:] + (4,)), -1, 1) if len(shape) > 1 else probs[0]
+        kw = {"target": probs, **({"weight": np.array([1.0, 0.5, 2.0, 1.5])} if weighted else {})}
+        opts = dict(reduction=reduction, label_smoothing=label_smoothing)
+        check_op(lambda x, **k: F.cross_entropy(x, **k, **opts), lambda x, **k: TF.cross_entropy(x, **k, **opts),
+                 [shape], kw)
+
+
+def test_loss_modules_match_torch_nn():
+    """nn.CrossEntropyLoss, NLLLoss, MSELoss and BCEWithLogitsLoss: torch's arguments, values, gradients and
+    state-dict keys (the class weight is a buffer named as torch names it)."""
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((6, 4)), np.array([0, 3, 1, -100, 2, 2])
+    w = np.array([1.0, 0.5, 2.0, 1.5])
+    pairs = [
+        (seqlab.nn.CrossEntropyLoss(weight=w, label_smoothing=0.1),
+         torch.nn.CrossEntropyLoss(weight=torch.from_numpy(w), label_smoothing=0.1), y),
+        (seqlab.nn.CrossEntropyLoss(reduction="sum", ignore_index=2),
+         torch.nn.CrossEntropyLoss(reduction="sum", ignore_index=2), np.where(y < 0, 1, y)),
+        (seqlab.nn.NLLLoss(weight=w), torch.nn.NLLLoss(weight=torch.from_numpy(w)), y),
+        (seqlab.nn.MSELoss(reduction="none"), torch.nn.MSELoss(reduction="none"), rng.standard_normal((6, 4))),
+        (seqlab.nn.BCEWithLogitsLoss(pos_weight=w), torch.nn.BCEWithLogitsLoss(pos_weight=torch.from_numpy(w)),
+         rng.random((6, 4))),
+    ]
+    for ours, theirs, target in pairs:
+        xs, xt = seqlab.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        a, b = ours(xs, target), theirs(xt, torch.from_numpy(target))
+        np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=1e-12, atol=1e-12)
+        a.sum().backward()
+        b.sum().backward()
+        np.testing.assert_allclose(xs.grad, xt.grad.numpy(), rtol=1e-12, atol=1e-12)
+        assert sorted(ours.state_dict()) == sorted(theirs.state_dict()), type(ours).__name__
+    assert repr(seqlab.nn.CrossEntropyLoss(reduction="sum")) == "CrossEntropyLoss(reduction='sum')"
+    with pytest.raises(ValueError, match="reduction must be"):
+        seqlab.nn.MSELoss(reduction="avg")
+    with pytest.raises(ValueError, match=r"one entry per class, shape \(4,\)"):
+        seqlab.nn.CrossEntropyLoss(weight=[1.0, 2.0])(seqlab.tensor(x), y)
+    with pytest.raises(TypeError, match="class indices .* or class probabilities"):
+        F.cross_entropy(seqlab.tensor(x), y.astype(np.float64))        # float (N,) is neither
+
+
+def test_nn_functional_is_seqlab_functional():
+    import seqlab.nn.functional as NF
+
+    assert NF is F and seqlab.nn.functional is F

@@ -7,6 +7,7 @@ import torch
 
 import seqlab
 from seqlab import nn
+import seqlab.functional as F
 
 RNG = np.random.default_rng(0)
 
@@ -290,3 +291,30 @@ def test_float_int_and_index_of_one_element_tensors_as_torch():
         float(seqlab.tensor(x_np))
     with pytest.raises(ValueError, match=r"one element, got shape \(2, 3\)"):
         int(seqlab.tensor(x_np))
+
+
+def test_cat_and_stack_promote_as_torch():
+    """cat/stack of mixed dtypes take torch's result dtype (float32 beside int64 stays float32; NumPy would
+    give float64), and the gradient reaches the float input through the cast."""
+    cases = [(np.float32, np.int64), (np.float32, np.float64), (np.int32, np.int64), (np.bool_, np.int64),
+             (np.float32, np.bool_)]
+    for a, b in cases:
+        xa, xb = np.ones((2, 3), a), np.zeros((2, 3), b)
+        for op, top in ((seqlab.cat, torch.cat), (seqlab.stack, torch.stack)):
+            got = op([seqlab.tensor(xa), seqlab.tensor(xb)]).numpy()
+            want = top([torch.from_numpy(xa), torch.from_numpy(xb)]).numpy()
+            assert got.dtype == want.dtype, (op.__name__, a, b)
+            np.testing.assert_array_equal(got, want)
+    w = seqlab.tensor(np.ones((2, 2), np.float32), requires_grad=True)
+    out = seqlab.cat([w, seqlab.tensor(np.full((1, 2), 3.0))], 0)          # float64 beside: w is cast up
+    assert out.dtype == np.float64
+    out.sum().backward()
+    assert w.grad.dtype == np.float32 and np.all(w.grad == 1)
+
+
+def test_functional_softmax_dim_out_of_range_is_indexerror():
+    x = seqlab.tensor(np.ones((2, 3), np.float32))
+    for fn in (F.softmax, F.log_softmax):
+        with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of \[-2, 1\]"):
+            fn(x, 2)
+        np.testing.assert_allclose(fn(x, -2).numpy(), fn(x, 0).numpy())

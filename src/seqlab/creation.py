@@ -8,7 +8,7 @@ from seqlab import random as _random
 from seqlab.autograd.ops import elementwise as E
 from seqlab.autograd.ops import movement as V
 from seqlab.autograd.ops.reduce import normalize_dim
-from seqlab.autograd.tensor import Tensor, _arr
+from seqlab.autograd.tensor import _KIND_RANK, Tensor, _arr
 
 
 def _dtype(dtype):
@@ -74,7 +74,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
     for t in tensors[1:]:
         if t.ndim != nd or any(a != b for i, (a, b) in enumerate(zip(t.shape, tensors[0].shape)) if i != d):
             raise ValueError(f"cat along dim {dim}: shapes {[x.shape for x in tensors]} differ outside that dim")
-    return V.Cat.apply(*tensors, dim=d)
+    return V.Cat.apply(*_one_dtype(tensors), dim=d)
 
 
 def stack(tensors, dim: int = 0) -> Tensor:
@@ -82,7 +82,15 @@ def stack(tensors, dim: int = 0) -> Tensor:
     shapes = {t.shape for t in tensors}
     if len(shapes) != 1:
         raise ValueError(f"stack needs tensors of one shape, got {[t.shape for t in tensors]}")
-    return V.Stack.apply(*tensors, dim=normalize_dim(dim, tensors[0].ndim, extra=1))
+    return V.Stack.apply(*_one_dtype(tensors), dim=normalize_dim(dim, tensors[0].ndim, extra=1))
+
+
+def _one_dtype(tensors: list) -> list:
+    """The tensors in torch's result dtype for cat and stack: the highest kind (bool < integer < float)
+    wins and the widest dtype within it, so float32 beside int64 stays float32 (NumPy: float64)."""
+    top = max(_KIND_RANK.get(t.dtype.kind, 2) for t in tensors)
+    dtype = np.result_type(*[t.dtype for t in tensors if _KIND_RANK.get(t.dtype.kind, 2) == top])
+    return [t._cast(dtype) for t in tensors]
 
 
 def where(condition, x, y) -> Tensor:

@@ -12,6 +12,7 @@ from seqlab import random as _random
 from seqlab.autograd.ops import activation as A
 from seqlab.autograd.ops import fused as Fu
 from seqlab.autograd.ops import matmul as M
+from seqlab.autograd.ops.reduce import normalize_dim
 from seqlab.autograd.function import is_grad_enabled
 from seqlab.autograd.tensor import Tensor, _arr
 from seqlab.creation import where  # noqa: F401  (re-exported: F.where)
@@ -52,11 +53,13 @@ def logsigmoid(x: Tensor) -> Tensor:
 
 
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
-    return Fu.Softmax.apply(_t(x), dim=dim)
+    x = _t(x)
+    return Fu.Softmax.apply(x, dim=normalize_dim(dim, x.ndim))  # a dim out of range: torch's IndexError
 
 
 def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
-    return Fu.LogSoftmax.apply(_t(x), dim=dim)
+    x = _t(x)
+    return Fu.LogSoftmax.apply(x, dim=normalize_dim(dim, x.ndim))
 
 
 # ---- layers ------------------------------------------------------------------
@@ -203,17 +206,34 @@ def _check_targets(tgt, c: int, ignore_index: int) -> None:
                          f"is out of range for {c} classes")
 
 
-def cross_entropy(logits: Tensor, target, ignore_index: int = -100, label_smoothing: float = 0.0,
-                  reduction: str = "mean") -> Tensor:
-    """Softmax cross-entropy, torch layout: logits (N, C) or (N, C, d1, ...), target (N) or (N, d1, ...)."""
+def _class_weight(weight, c: int, like: Tensor):
+    """torch's `weight` argument: one non-negative rescaling factor per class, as an array on `like`'s device."""
+    w = backend.to_device(_arr(backend.from_torch(weight) if not isinstance(weight, Tensor) else weight.data),
+                          like.device)
+    if tuple(w.shape) != (c,):
+        raise ValueError(f"weight must have one entry per class, shape ({c},), got {tuple(w.shape)}")
+    return w.astype(like.dtype)
+
+
+def cross_entropy(logits: Tensor, target, weight=None, *, ignore_index: int = -100, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """Softmax cross-entropy, torch layout: logits (N, C) or (N, C, d1, ...), target (N) or (N, d1, ...).
+
+    target holds class indices, or (as torch) class probabilities of the
+    logits' shape. `weight` (C,) rescales each class; 'mean' then divides
+    by the summed weights of the targets (torch's weighted mean).
+    """
     logits = _t(logits)
-    tgt = backend.to_device(_arr(target), logits.device)  # host targets for a GPU model: copied there
-    if tgt.dtype.kind not in "iu":
-        raise TypeError(f"cross_entropy target must hold class indices (integers), got dtype {tgt.dtype}")
+    tgt = backend.to_device(_arr(backend.from_torch(target)), logits.device)  # host targets: copied to the model
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
+    if tgt.dtype.kind == "f" and tuple(tgt.shape) == tuple(logits.shape):
+        return _soft_cross_entropy(logits, tgt, weight, reduction, label_smoothing)
+    if tgt.dtype.kind not in "iu":
+        raise TypeError(f"cross_entropy target must hold class indices (integers) or class probabilities of the "
+                        f"logits' shape {tuple(logits.shape)}, got dtype {tgt.dtype} and shape {tuple(tgt.shape)}")
     unbatched = logits.ndim == 1
     if unbatched:  # (C,) logits with a () target, as torch
         logits, tgt = logits.reshape(1, -1), tgt.reshape(1)
@@ -229,8 +249,12 @@ def cross_entropy(logits: Tensor, target, ignore_index: int = -100, label_smooth
         tgt = tgt.reshape(-1)
     else:
         out_shape = None
-    loss = Fu.CrossEntropy.apply(logits, tgt.astype(np.int64), ignore_index=ignore_index,
-                                 label_smoothing=label_smoothing, reduction=reduction)
+    if weight is None:  # the fused op: one pass, its own backward
+        loss = Fu.CrossEntropy.apply(logits, tgt.astype(np.int64), ignore_index=ignore_index,
+                                     label_smoothing=label_smoothing, reduction=reduction)
+    else:
+        loss = _weighted_cross_entropy(logits, tgt.astype(np.int64), _class_weight(weight, c, logits),
+                                       ignore_index, label_smoothing, reduction)
     if reduction == "none" and out_shape is not None:
         loss = loss.reshape(out_shape)
     elif reduction == "none" and unbatched:
@@ -238,11 +262,48 @@ def cross_entropy(logits: Tensor, target, ignore_index: int = -100, label_smooth
     return loss
 
 
-def nll_loss(log_probs: Tensor, target, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
+def _weighted_cross_entropy(logits: Tensor, tgt, w, ignore_index: int, eps: float, reduction: str) -> Tensor:
+    """Class-weighted cross-entropy on (N, C) logits, composed from log_softmax (autograd does the backward).
+
+    loss_i = (1 − ε)·w[y_i]·(−log p_i[y_i]) + ε/C·Σ_c w_c·(−log p_i[c]); 'mean' divides by Σ_i w[y_i]
+    over the targets that are not ignored, as torch.
+    """
+    xp = backend.xp_of(logits.data)
+    logp = log_softmax(logits, -1)
+    valid = tgt != ignore_index
+    safe = xp.where(valid, tgt, 0)
+    w_y = w[safe] * valid.astype(w.dtype)                                      # (N,) 0 where ignored
+    loss = -logp.gather(1, safe[:, None]).reshape(-1) * Tensor(w_y)
+    if eps:
+        smooth = -(logp * Tensor(w)).sum(-1) * Tensor(valid.astype(w.dtype))
+        loss = loss * (1 - eps) + smooth * (eps / logits.shape[1])
+    if reduction == "mean":
+        return loss.sum() / Tensor(w_y.sum())                                  # 0/0 = NaN when all are ignored
+    return _reduce(loss, reduction)
+
+
+def _soft_cross_entropy(logits: Tensor, probs, weight, reduction: str, eps: float) -> Tensor:
+    """Cross-entropy against class probabilities (torch's float targets): −Σ_c w_c·q_c·log p_c per row,
+    q = (1 − ε)·target + ε/C; 'mean' divides by the number of rows (not by the weights), as torch."""
+    dim = 0 if logits.ndim == 1 else 1
+    c = logits.shape[dim]
+    q = probs.astype(logits.dtype)
+    if eps:
+        q = q * (1 - eps) + eps / c
+    prod = log_softmax(logits, dim) * Tensor(q)
+    if weight is not None:
+        w = _class_weight(weight, c, logits)
+        prod = prod * Tensor(w.reshape((c,) + (1,) * (logits.ndim - 2)) if dim else w)
+    return _reduce(-prod.sum(dim), reduction)
+
+
+def nll_loss(log_probs: Tensor, target, weight=None, *, ignore_index: int = -100,
+             reduction: str = "mean") -> Tensor:
     """−log_probs[target], torch layout: (N, C) or (N, C, d1, ...) with target (N) or (N, d1, ...).
 
-    'mean' divides by the number of targets that are not `ignore_index` (NaN when there are none, as torch).
-    A target outside 0..C-1 that is not `ignore_index` raises IndexError, as in `cross_entropy`.
+    'mean' divides by the number of targets that are not `ignore_index` (NaN when there are none, as torch),
+    or with `weight` (C,) by their summed class weights. A target outside 0..C-1 that is not
+    `ignore_index` raises IndexError, as in `cross_entropy`.
     """
     lp = _t(log_probs)
     tgt = backend.to_device(_arr(target), lp.device)
@@ -257,7 +318,11 @@ def nll_loss(log_probs: Tensor, target, ignore_index: int = -100, reduction: str
     tgt = tgt.reshape(-1)
     xp = backend.xp_of(lp.data)
     valid = tgt != ignore_index
-    picked = lp.gather(1, xp.where(valid, tgt, 0)[:, None]).reshape(-1) * valid.astype(lp.dtype)  # (N·d,)
+    safe = xp.where(valid, tgt, 0)
+    scale = valid.astype(lp.dtype) if weight is None else _class_weight(weight, lp.shape[1], lp)[safe] * valid
+    picked = lp.gather(1, safe[:, None]).reshape(-1) * scale                    # (N·d,)
+    if reduction == "mean" and weight is not None:
+        return -picked.sum() / Tensor(scale.sum())
     if reduction == "mean":
         count = int(valid.sum())
         return -picked.sum() / (count if count else np.nan)

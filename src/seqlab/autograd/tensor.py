@@ -717,13 +717,11 @@ class Tensor:
     def softmax(self, dim: int = -1):
         from seqlab import functional as F
 
-        normalize_dim(dim, self.ndim)  # the IndexError of a dim out of range, as torch's
         return F.softmax(self, dim)
 
     def log_softmax(self, dim: int = -1):
         from seqlab import functional as F
 
-        normalize_dim(dim, self.ndim)
         return F.log_softmax(self, dim)
 
 

@@ -4,6 +4,7 @@ from seqlab.nn.activation import GELU, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from seqlab.nn.container import ModuleDict, ModuleList, Sequential
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.linear import Identity, Linear
+from seqlab.nn.loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from seqlab.nn.module import Module, Parameter
 from seqlab.nn.norm import LayerNorm, RMSNorm
 from seqlab.nn.sparse import Embedding
@@ -15,4 +16,5 @@ __all__ = [
     "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "AdditiveAttention", "LuongAttention",
     "init", "Module", "Parameter", "Linear", "Identity", "Embedding", "LayerNorm", "RMSNorm", "Dropout",
     "Sequential", "ModuleList", "ModuleDict", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax",
+    "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
 ]
