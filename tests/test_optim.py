@@ -67,6 +67,8 @@ CASES = [
     ("Adam", dict(lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.05), {"lr": 0.002}),
     ("AdamW", dict(lr=0.01), {}),
     ("AdamW", dict(lr=0.01, weight_decay=0.1), {"weight_decay": 0.0, "lr": 0.03}),
+    ("Adam", dict(lr=0.01, amsgrad=True), {}),
+    ("AdamW", dict(lr=0.01, weight_decay=0.1, amsgrad=True), {"amsgrad": False}),
 ]
 
 
@@ -142,18 +144,21 @@ def test_load_state_dict_rejects_other_groups():
         a.load_state_dict(b.state_dict())
 
 
-def test_torch_adam_state_loads_and_steps_on_as_torch():
-    """A state saved by torch.optim.AdamW (tensors, step a 0-d tensor) loads into seqlab's; both go on alike."""
+@pytest.mark.parametrize("amsgrad", [False, True])
+def test_torch_adam_state_loads_and_steps_on_as_torch(amsgrad):
+    """A state saved by torch.optim.AdamW (tensors, step a 0-d tensor; amsgrad's running maximum) loads into
+    seqlab's; both go on alike."""
     s, t = _models()
-    t_opt = torch.optim.AdamW(t.parameters(), lr=0.01, weight_decay=0.1)
+    t_opt = torch.optim.AdamW(t.parameters(), lr=0.01, weight_decay=0.1, amsgrad=amsgrad)
     batches = _batches(6)
     for x, y in batches[:3]:
         t_opt.zero_grad()
         torch.nn.functional.mse_loss(t(torch.from_numpy(x)), torch.from_numpy(y)).backward()
         t_opt.step()
     s.load_state_dict(t.state_dict())
-    s_opt = optim.AdamW(s.parameters(), lr=0.01, weight_decay=0.1)
+    s_opt = optim.AdamW(s.parameters(), lr=0.01, weight_decay=0.1, amsgrad=amsgrad)
     s_opt.load_state_dict(t_opt.state_dict())
+    assert ("max_exp_avg_sq" in s_opt.state_dict()["state"][0]) == amsgrad
     step = s_opt.state_dict()["state"][0]["step"]
     assert type(step) is int and step == 3
     for x, y in batches[3:]:

@@ -15,7 +15,9 @@ class Adam(Optimizer):
     θ ← θ − lr/(1 − β1ᵗ) · m / (√v / √(1 − β2ᵗ) + eps).
 
     Adam adds weight decay to the gradient (L2); AdamW decays the weights
-    directly, θ ← θ(1 − lr·wd), before the update. With Numba, float32
+    directly, θ ← θ(1 − lr·wd), before the update. `amsgrad` (Reddi et al.
+    2018, torch's option) divides by the running maximum of v instead of v,
+    so the step size never grows back. With Numba, float32
     parameters take one compiled pass (`seqlab.kernels.adam`) that gives
     `_update`'s values bitwise.
     """
@@ -23,11 +25,12 @@ class Adam(Optimizer):
     decoupled = False
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0):
+                 weight_decay: float = 0.0, amsgrad: bool = False):
         if (not isinstance(betas, (tuple, list)) or len(betas) != 2
                 or not all(isinstance(b, (int, float)) and 0 <= b < 1 for b in betas)):
             raise ValueError(f"{type(self).__name__}: betas must be two numbers in [0, 1), got {betas!r}")
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                                      amsgrad=bool(amsgrad)))
 
     def step(self) -> None:
         for group in self.param_groups:
@@ -43,16 +46,24 @@ class Adam(Optimizer):
                     state["step"] = 0
                     state["exp_avg"] = xp.zeros_like(p.data)
                     state["exp_avg_sq"] = xp.zeros_like(p.data)
+                    if group.get("amsgrad"):
+                        state["max_exp_avg_sq"] = xp.zeros_like(p.data)
                 state["step"] += 1
                 t = state["step"]
                 consts = (lr, b1, b2, eps, wd, 1 - b1 ** t, math.sqrt(1 - b2 ** t))
+                if group.get("amsgrad"):  # the plain formula with the running maximum (no compiled kernel)
+                    arrays = (p.data, p.grad, state["exp_avg"], state["exp_avg_sq"], state["max_exp_avg_sq"])
+                    for pb, gb, mb, vb, vmax in _blocks(*arrays):
+                        self._update(pb, gb, mb, vb, self._scratch(mb), *consts, vmax=vmax)
+                    continue
                 if kernels.adam(p.data, p.grad, state["exp_avg"], state["exp_avg_sq"], self._kernel_consts(*consts)):
                     continue  # compiled: the formula below in one pass, bitwise (seqlab.kernels)
                 for pb, gb, mb, vb in _blocks(p.data, p.grad, state["exp_avg"], state["exp_avg_sq"]):
                     self._update(pb, gb, mb, vb, self._scratch(mb), *consts)
 
-    def _update(self, p, g, m, v, tmp, lr, b1, b2, eps, wd, bc1, bc2_sqrt) -> None:
-        """One Adam(W) step on arrays (whole parameters or blocks of them), in place; `tmp` is scratch."""
+    def _update(self, p, g, m, v, tmp, lr, b1, b2, eps, wd, bc1, bc2_sqrt, vmax=None) -> None:
+        """One Adam(W) step on arrays (whole parameters or blocks of them), in place; `tmp` is scratch;
+        `vmax` (amsgrad) the running maximum of v, used in v's place."""
         if wd:
             if self.decoupled:
                 p *= 1 - lr * wd
@@ -66,6 +77,9 @@ class Adam(Optimizer):
         xp.multiply(g, g, out=tmp)
         tmp *= 1 - b2
         v += tmp                             # v ← β2 v + (1 − β2) g²
+        if vmax is not None:
+            xp.maximum(vmax, v, out=vmax)    # amsgrad: v̂ ← max(v̂, v)
+            v = vmax
         xp.sqrt(v, out=tmp)
         tmp /= bc2_sqrt
         tmp += eps                           # √v / √(1 − β2ᵗ) + eps
@@ -112,5 +126,5 @@ class AdamW(Adam):
     decoupled = True
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.01):
-        super().__init__(params, lr, betas, eps, weight_decay)
+                 weight_decay: float = 0.01, amsgrad: bool = False):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad)
