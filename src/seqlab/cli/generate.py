@@ -28,7 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="text to continue (GPT) or to transform (T5); repeat for a batch")
     p.add_argument("--max-new-tokens", type=int, default=40, metavar="N", help="tokens to add (default 40)")
     p.add_argument("--temperature", type=float, default=None, help="sample with this temperature")
-    p.add_argument("--top-k", type=int, default=None, help="sample from the k most likely tokens (0: no limit)")
+    p.add_argument("--top-k", type=int, default=None,
+                   help="sample from the k most likely tokens (default 50 when sampling, as transformers; 0: no limit)")
     p.add_argument("--top-p", type=float, default=None, help="sample from the smallest set with this much mass")
     p.add_argument("--num-beams", type=int, default=1, help="beam search with this many beams (no sampling)")
     p.add_argument("--seed", type=int_at_least(0), default=0, help="random seed for sampling")

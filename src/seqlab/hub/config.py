@@ -62,18 +62,33 @@ class HFConfig:
         """A config from a `config.json` dict; `overrides` win over the file."""
         if not isinstance(d, dict):
             raise ConfigError(f"a config must be a JSON object, got {type(d).__name__}")
-        d = {**d, **overrides}
+        # aliases resolved in the file and in the overrides apart, so an override by either name wins
+        d = {**cls._canonical(d), **cls._canonical(overrides)}
         mt = d.pop("model_type", None)
         if mt is not None and cls.model_type and mt != cls.model_type:
             raise ConfigError(f"config has model_type {mt!r} but {cls.__name__} is for {cls.model_type!r}")
-        for alias, name in cls.aliases.items():
-            if alias in d:
-                d.setdefault(name, d.pop(alias))
         names = {f.name for f in fields(cls) if f.init and f.name != "extra"}
         if "num_labels" in names and "num_labels" not in d and isinstance(d.get("id2label"), dict):
             d["num_labels"] = len(d["id2label"])
         kwargs = {k: d.pop(k) for k in list(d) if k in names}
         return cls(**kwargs, extra=d)
+
+    @classmethod
+    def _canonical(cls, d: dict[str, Any]) -> dict[str, Any]:
+        """`d` with HF's alternative names (``hidden_size`` on GPT-2) under the field's own; the field's
+        own name wins where a dict has both."""
+        out = dict(d)
+        for alias, name in cls.aliases.items():
+            if alias in out:
+                value = out.pop(alias)
+                out.setdefault(name, value)
+        return out
+
+    @classmethod
+    def accepts(cls, key: str) -> bool:
+        """Whether `key` names one of this config's fields (or an alias of one, or HF's label maps)."""
+        names = {f.name for f in fields(cls) if f.init and f.name != "extra"}
+        return key in names or key in cls.aliases or key in _HF_BASE_KEYS
 
     def to_dict(self) -> dict[str, Any]:
         """The `config.json` dict: extras, then every field, then `model_type`."""
@@ -108,6 +123,9 @@ class HFConfig:
         if name in aliases:
             return getattr(self, aliases[name])
         raise AttributeError(f"{type(self).__name__!r} has no attribute {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:  # and config.hidden_size = 32 sets n_embd
+        object.__setattr__(self, type(self).aliases.get(name, name), value)
 
     # ---- validation helpers for __post_init__ -------------------------------
     def _positive(self, *names: str) -> None:

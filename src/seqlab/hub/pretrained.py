@@ -173,6 +173,28 @@ def export_state(model, keymap: km.KeyMap) -> dict[str, np.ndarray]:
     return km.transpose(state, keymap.transposed)
 
 
+# transformers' from_pretrained flags that set forward defaults; seqlab takes them per call
+_FORWARD_FLAGS = ("output_hidden_states", "output_attentions", "use_cache", "return_dict")
+
+
+def _model_dtype(dtype, state: dict) -> np.dtype | None:
+    """from_pretrained's `dtype` as float32 or float64 (None: the default, float32); "auto": the weights'."""
+    if dtype is None:
+        return None
+    if isinstance(dtype, str) and dtype == "auto":
+        floats = {np.dtype(a.dtype) for a in state.values() if np.dtype(a.dtype).kind == "f"}
+        return floats.pop() if floats in ({np.dtype(np.float32)}, {np.dtype(np.float64)}) else np.dtype(np.float32)
+    name = str(dtype).removeprefix("torch.") if type(dtype).__module__.split(".")[0] == "torch" else dtype
+    try:
+        dt = np.dtype(name)
+    except TypeError:
+        dt = None
+    if dt is None or dt not in (np.dtype(np.float32), np.dtype(np.float64)):  # (np.dtype(None) is float64)
+        raise ValueError(f"dtype must be float32 or float64 (a NumPy or torch dtype, or its name), or 'auto' for "
+                         f"the weights' own, got {dtype!r}")
+    return dt
+
+
 class PreTrainedModel:
     """Mixin for `seqlab.nn.Module` models that read and write HF folders."""
 
@@ -187,10 +209,25 @@ class PreTrainedModel:
         """Build the model from ``config.json`` and load its weights; returns it in eval mode.
 
         name_or_path: a folder or a known name ("minilm"). dtype: float32
-        (default) or float64. config_overrides: e.g. ``num_labels=2``.
+        (default) or float64, as a NumPy or torch dtype or its name, or
+        "auto" (the weights' own, float32 for half precision);
+        ``torch_dtype`` is read as transformers' older name for it.
+        config_overrides: fields of the config (by their own name or
+        transformers' alternative one, ``num_hidden_layers`` for GPT-2's
+        ``n_layer``), e.g. ``num_labels=2``; anything else is a TypeError.
         The names of missing (fresh head), unexpected and ignored keys are in
         ``model.loading_info`` (and returned too with output_loading_info=True).
         """
+        if "torch_dtype" in config_overrides:
+            if dtype is not None:
+                raise TypeError("give dtype or torch_dtype (its older name), not both")
+            dtype = config_overrides.pop("torch_dtype")
+        for key in config_overrides:
+            if not cls.config_class.accepts(key):
+                where = ("; seqlab takes it in the model's forward call, where that model computes it"
+                         if key in _FORWARD_FLAGS else "")
+                raise TypeError(f"{cls.__name__}.from_pretrained() got an unexpected keyword argument {key!r}: "
+                                f"not a field of {cls.config_class.__name__}{where}")
         folder = resolve(name_or_path)
         cfg = read_config(folder)
         want = cls.config_class.model_type
@@ -203,10 +240,11 @@ class PreTrainedModel:
             config = cls.config_class.from_dict(cfg, **config_overrides)
         except ConfigError as e:
             raise ConfigError(f"{folder / CONFIG_NAME}: {e}") from None
+        state = read_weights(folder)
+        dtype = _model_dtype(dtype, state)
         model = cls(config)
         if dtype is not None:
             model.to(dtype=dtype)
-        state = read_weights(folder)
         try:
             info = load_weights(model, state, cls.keymap, cls.head_prefixes, strict)
         except ValueError as e:  # missing keys or shapes: the weights were not made with this config.json

@@ -166,6 +166,9 @@ def _check(max_new_tokens, temperature, top_k, top_p, num_beams):
         raise ValueError(f"num_beams must be >= 1, got {num_beams}")
 
 
+DEFAULT_TOP_K = 50  # transformers' GenerationConfig.top_k, used when sampling
+
+
 @no_grad()
 def generate(model, input_ids, attention_mask=None, *, max_new_tokens: int = 20, do_sample: bool = False,
              temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
@@ -179,12 +182,21 @@ def generate(model, input_ids, attention_mask=None, *, max_new_tokens: int = 20,
     to the model config's (pad falls back to eos). Sampling draws from
     `generator` or a new one seeded with `seed`.
 
+    Sampling keeps the 50 most likely tokens unless `top_k` says otherwise
+    (transformers' GenerationConfig default; top_k=0: no limit). Beam search
+    does not sample: num_beams > 1 with do_sample=True is a ValueError.
+
     A GPT's prompt and new tokens must fit in its n_positions, as in
     transformers, unless `slide=True`: then each step reads the last
     n_positions tokens (nanoGPT's generate), so a model trained on 64-token
     blocks can write 1,000 tokens. The whole sequence is returned.
     """
     _check(max_new_tokens, temperature, top_k, top_p, num_beams)
+    if do_sample and num_beams > 1:
+        raise ValueError("beam search does not sample here: give num_beams > 1 or do_sample=True, not both "
+                         "(transformers' beam sampling is not implemented)")
+    if do_sample and top_k is None:
+        top_k = DEFAULT_TOP_K
     if seed is not None:
         check_seed(seed)
     cfg = model.config

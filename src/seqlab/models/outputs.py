@@ -2,11 +2,14 @@
 
 Outputs are dataclasses read by attribute (``out.logits``), with the field
 names of transformers' output classes; fields a model does not compute are
-None. ``out["logits"]`` works too.
+None. ``out["logits"]`` works too, and as in transformers ``out[0]`` and
+``out.to_tuple()`` give the fields that are set, in transformers' order
+(seqlab's own extras, such as a language model's ``last_hidden_state``, are
+left out, so the positions mean what they mean there).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -17,16 +20,28 @@ from seqlab.autograd.tensor import Tensor
 from seqlab.models._common import as_array
 
 
+def _extra(default=None):
+    """A field transformers' output class does not have: by name only, not in `to_tuple()`."""
+    return field(default=default, metadata={"hf": False})
+
+
 @dataclass
 class ModelOutput:
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self, key: str | int | slice) -> Any:
+        if isinstance(key, (int, slice)):
+            return self.to_tuple()[key]
         if not isinstance(key, str):
-            raise TypeError(f"index outputs by field name (one of {self.keys()}), got {key!r}")
+            raise TypeError(f"index outputs by field name (one of {self.keys()}) or position, got {key!r}")
         return getattr(self, key)
 
     def keys(self) -> list[str]:
         """The names of the fields that are set."""
         return [f.name for f in fields(self) if getattr(self, f.name) is not None]
+
+    def to_tuple(self) -> tuple:
+        """The values of the fields that are set, in transformers' order (transformers' `to_tuple`)."""
+        return tuple(getattr(self, f.name) for f in fields(self)
+                     if f.metadata.get("hf", True) and getattr(self, f.name) is not None)
 
 
 @dataclass
@@ -45,7 +60,7 @@ class MaskedLMOutput(ModelOutput):
 
     loss: Tensor | None = None
     logits: Tensor = None
-    last_hidden_state: Tensor | None = None
+    last_hidden_state: Tensor | None = _extra()
     attentions: tuple | None = None
 
 
@@ -65,7 +80,7 @@ class CausalLMOutput(ModelOutput):
     loss: Tensor | None = None
     logits: Tensor = None
     past_key_values: "KVCache | None" = None
-    last_hidden_state: Tensor | None = None
+    last_hidden_state: Tensor | None = _extra()
     attentions: tuple | None = None
 
 

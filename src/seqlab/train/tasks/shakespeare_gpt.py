@@ -79,13 +79,13 @@ def lm_evaluate(model, splits: dict[str, np.ndarray], block: int, batch: int, it
 
 
 def sample(model, prompt_ids: list[int], n: int, temperature: float, seed: int) -> list[int]:
-    """n tokens sampled after the prompt (softmax with temperature), no end token.
+    """n tokens sampled after the prompt (softmax with temperature, every token a candidate), no end token.
 
     Each step reads the last n_positions tokens (``generate(slide=True)``),
     as nanoGPT's sampler does, so the text can be longer than a block.
     """
     out = model.generate(np.array([prompt_ids], dtype=np.int64), max_new_tokens=n, do_sample=True,
-                         temperature=temperature, seed=seed, slide=True, eos_token_id=[])
+                         temperature=temperature, top_k=0, seed=seed, slide=True, eos_token_id=[])
     return [int(i) for i in out[0, len(prompt_ids):]]
 
 

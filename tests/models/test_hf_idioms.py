@@ -1,0 +1,101 @@
+"""What a transformers user writes, and gets the same from seqlab: config overrides by either name, dtypes,
+outputs by position, and generate's defaults — each set against transformers itself."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from models_helpers import hf_save
+
+from seqlab.models import AutoModel, BertModel, GPT, GPTConfig
+from seqlab.models import generation
+
+GPT_CFG = dict(vocab_size=60, n_positions=32, n_embd=16, n_layer=2, n_head=2, resid_pdrop=0.0, embd_pdrop=0.0,
+               attn_pdrop=0.0)
+BERT_CFG = dict(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24,
+                max_position_embeddings=32, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
+@pytest.fixture(scope="module")
+def gpt_dir(T, torch, tmp_path_factory):
+    torch.manual_seed(0)
+    return hf_save(T.GPT2LMHeadModel(T.GPT2Config(**GPT_CFG)).eval(), tmp_path_factory.mktemp("gpt"))
+
+
+@pytest.fixture(scope="module")
+def bert_dir(T, torch, tmp_path_factory):
+    torch.manual_seed(0)
+    return hf_save(T.BertModel(T.BertConfig(**BERT_CFG)).eval(), tmp_path_factory.mktemp("bert"))
+
+
+def test_config_overrides_by_either_name_win_over_the_file(T, gpt_dir):
+    """num_hidden_layers / hidden_size are transformers' other names for GPT-2's n_layer / n_embd: an override by
+    either name wins over the file's value, as in transformers (it used to lose to the file's n_layer)."""
+    ours = AutoModel.from_pretrained(gpt_dir, num_hidden_layers=1)
+    theirs = T.GPT2LMHeadModel.from_pretrained(gpt_dir, num_hidden_layers=1)
+    assert ours.config.n_layer == theirs.config.n_layer == 1 and len(ours.transformer.h) == 1
+    assert AutoModel.from_pretrained(gpt_dir, n_layer=1).config.num_hidden_layers == 1
+    cfg = GPTConfig(**GPT_CFG)
+    cfg.hidden_size = 32                     # attribute_map: sets n_embd, as GPT2Config does
+    ref = T.GPT2Config(**GPT_CFG)
+    ref.hidden_size = 32
+    assert cfg.n_embd == ref.n_embd == 32 and "hidden_size" not in vars(cfg)
+
+
+def test_from_pretrained_refuses_what_it_would_ignore(gpt_dir):
+    """A keyword that is no config field was kept and silently ignored (and written back by save_pretrained)."""
+    with pytest.raises(TypeError, match="'output_hidden_states': not a field of GPTConfig; seqlab takes it in "
+                                        "the model's forward call"):
+        AutoModel.from_pretrained(gpt_dir, output_hidden_states=True)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'ignore_mismatched_sizes'"):
+        AutoModel.from_pretrained(gpt_dir, ignore_mismatched_sizes=True)
+
+
+def test_dtype_names_auto_and_torch_dtypes(torch, gpt_dir, tmp_path):
+    f64 = AutoModel.from_pretrained(gpt_dir, dtype=np.float64)
+    folder = f64.save_pretrained(tmp_path / "f64")
+    assert AutoModel.from_pretrained(folder).lm_head.weight.dtype == np.float32          # the default
+    assert AutoModel.from_pretrained(folder, dtype="auto").lm_head.weight.dtype == np.float64
+    assert AutoModel.from_pretrained(gpt_dir, dtype="auto").lm_head.weight.dtype == np.float32
+    for name in (torch.float64, "float64", np.float64):
+        assert AutoModel.from_pretrained(gpt_dir, dtype=name).lm_head.weight.dtype == np.float64
+    assert AutoModel.from_pretrained(gpt_dir, torch_dtype=torch.float64).lm_head.weight.dtype == np.float64
+    for bad in (np.int64, "bfloat16", torch.float16):
+        with pytest.raises(ValueError, match="dtype must be float32 or float64"):
+            AutoModel.from_pretrained(gpt_dir, dtype=bad)
+    with pytest.raises(TypeError, match="not both"):
+        AutoModel.from_pretrained(gpt_dir, dtype="float32", torch_dtype="float64")
+
+
+def test_outputs_by_position_as_transformers(T, torch, gpt_dir, bert_dir):
+    """out[0], out[1] and to_tuple() hold what transformers' hold at those positions (seqlab's extra
+    last_hidden_state of a language model is left out)."""
+    ids = np.random.default_rng(0).integers(0, 50, (2, 7))
+    cases = [
+        (BertModel.from_pretrained(bert_dir, dtype=np.float64), T.BertModel.from_pretrained(bert_dir).double(), {}),
+        (GPT.from_pretrained(gpt_dir, dtype=np.float64), T.GPT2LMHeadModel.from_pretrained(gpt_dir).double(),
+         {"labels": ids}),
+    ]
+    for ours, theirs, kw in cases:
+        a = ours(ids, **kw)
+        with torch.no_grad():
+            b = theirs(torch.tensor(ids), use_cache=False, **{k: torch.tensor(v) for k, v in kw.items()})
+        assert len(a.to_tuple()) == len(b.to_tuple()) == 2
+        for i in range(2):
+            np.testing.assert_allclose(a[i].numpy(), b[i].numpy(), rtol=1e-6, atol=1e-8)
+        first, second = a[:2]
+        assert first is a.to_tuple()[0] and second is a[1]
+    with pytest.raises(IndexError):
+        a[2]
+
+
+def test_sampling_keeps_transformers_top_k_of_50_and_refuses_beam_sampling(monkeypatch):
+    m = GPT(GPTConfig(vocab_size=300, n_positions=32, n_embd=16, n_layer=1, n_head=2, eos_token_id=None))
+    ids = np.zeros((1, 3), dtype=np.int64)
+    seen = []
+    original = generation.filter_logits
+    monkeypatch.setattr(generation, "filter_logits", lambda x, t, k, p: seen.append(k) or original(x, t, k, p))
+    m.generate(ids, max_new_tokens=3, do_sample=True, seed=0)
+    m.generate(ids, max_new_tokens=2, do_sample=True, top_k=0, seed=0)
+    assert seen == [50, 50, 50, 0, 0]        # transformers' GenerationConfig.top_k unless given (0: no limit)
+    with pytest.raises(ValueError, match="give num_beams > 1 or do_sample=True, not both"):
+        m.generate(ids, max_new_tokens=3, num_beams=3, do_sample=True, top_k=5)
