@@ -99,3 +99,43 @@ def test_sampling_keeps_transformers_top_k_of_50_and_refuses_beam_sampling(monke
     assert seen == [50, 50, 50, 0, 0]        # transformers' GenerationConfig.top_k unless given (0: no limit)
     with pytest.raises(ValueError, match="give num_beams > 1 or do_sample=True, not both"):
         m.generate(ids, max_new_tokens=3, num_beams=3, do_sample=True, top_k=5)
+
+
+def _same_states(ours, theirs, rtol=1e-9):
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("head", ["GPT2LMHeadModel", "GPT2ForSequenceClassification", "BertForMaskedLM",
+                                  "BertForSequenceClassification", "T5ForConditionalGeneration"])
+def test_output_hidden_states_on_every_head_as_transformers(T, torch, tmp_path, head):
+    """output_hidden_states=True on each head: transformers' tuple (embeddings, each layer; GPT-2 and T5 end
+    with the final norm's output), and at transformers' tuple positions."""
+    torch.manual_seed(0)
+    if head.startswith("GPT2"):
+        cfg = T.GPT2Config(**GPT_CFG, pad_token_id=0)
+    elif head.startswith("Bert"):
+        cfg = T.BertConfig(**BERT_CFG)
+    else:
+        cfg = T.T5Config(vocab_size=40, d_model=16, d_kv=8, d_ff=24, num_layers=2, num_decoder_layers=3, num_heads=2,
+                         dropout_rate=0.0, decoder_start_token_id=0, pad_token_id=0)
+    hf = getattr(T, head)(cfg).double().eval()
+    ours = AutoModel.from_pretrained(hf_save(hf, tmp_path), dtype=np.float64)
+    ids = np.random.default_rng(1).integers(1, 40, (2, 6))
+    kw = {"decoder_input_ids": ids[:, :4]} if head.startswith("T5") else {}
+    out = ours(ids, output_hidden_states=True, **kw)
+    no_cache = {} if head.startswith("Bert") else {"use_cache": False}   # transformers' default is a cache
+    with torch.no_grad():
+        ref = hf(torch.tensor(ids), output_hidden_states=True, **no_cache,
+                 **{k: torch.tensor(v) for k, v in kw.items()})
+    if head.startswith("T5"):  # transformers takes T5's RMS-norm variance in float32: 1e-6, not 1e-9
+        _same_states(out.encoder_hidden_states, ref.encoder_hidden_states, rtol=1e-6)
+        _same_states(out.decoder_hidden_states, ref.decoder_hidden_states, rtol=1e-6)
+        assert len(out.decoder_hidden_states) == 4 and out.to_tuple()[1] is out.decoder_hidden_states
+    else:
+        _same_states(out.hidden_states, ref.hidden_states)
+        assert len(out.hidden_states) == 3 and out[1] is out.hidden_states   # (logits, hidden_states)
+    assert len(out.to_tuple()) == len(ref.to_tuple())
+    plain = ours(ids, **kw)
+    assert all(v is None for k, v in vars(plain).items() if "hidden_states" in k)

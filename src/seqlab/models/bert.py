@@ -280,14 +280,14 @@ class BertForMaskedLM(nn.Module, BertPreTrained):
             dec.bias = nn.Parameter(dec.bias.data.copy())
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions: bool = False,
-                labels=None) -> MaskedLMOutput:
-        out = self.bert(input_ids, attention_mask, token_type_ids, output_attentions)
+                labels=None, output_hidden_states: bool = False) -> MaskedLMOutput:
+        out = self.bert(input_ids, attention_mask, token_type_ids, output_attentions, output_hidden_states)
         logits = self.cls.predictions(out.last_hidden_state)  # (B, T, V)
         loss = None
         if labels is not None:
             loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), token_ids(labels).reshape(-1))
         return MaskedLMOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state,
-                              attentions=out.attentions)
+                              attentions=out.attentions, hidden_states=out.hidden_states)
 
 
 class BertForSequenceClassification(nn.Module, BertPreTrained):
@@ -307,9 +307,10 @@ class BertForSequenceClassification(nn.Module, BertPreTrained):
         init_normal_(self.classifier, config.initializer_range)
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions: bool = False,
-                labels=None) -> SequenceClassifierOutput:
-        out = self.bert(input_ids, attention_mask, token_type_ids, output_attentions)
+                labels=None, output_hidden_states: bool = False) -> SequenceClassifierOutput:
+        out = self.bert(input_ids, attention_mask, token_type_ids, output_attentions, output_hidden_states)
         logits = self.classifier(self.dropout(out.pooler_output))  # (B, num_labels)
         loss = None if labels is None else classification_loss(logits, labels, self.config.problem_type)
-        return SequenceClassifierOutput(loss=loss, logits=logits, attentions=out.attentions)
+        return SequenceClassifierOutput(loss=loss, logits=logits, attentions=out.attentions,
+                                        hidden_states=out.hidden_states)
 

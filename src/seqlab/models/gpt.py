@@ -172,7 +172,10 @@ class GPTModel(nn.Module):
         self.ln_f = nn.LayerNorm(c.n_embd, eps=c.layer_norm_epsilon)
 
     def forward(self, input_ids, attention_mask=None, position_ids=None, past_key_values: KVCache | None = None,
-                output_attentions: bool = False) -> tuple[Tensor, tuple | None]:
+                output_attentions: bool = False, output_hidden_states: bool = False
+                ) -> tuple[Tensor, tuple | None, tuple | None]:
+        """(last hidden state (B, T, C), attentions per layer or None, hidden states or None). The hidden
+        states are transformers': the embeddings, each block's output, the last after ln_f (L + 1)."""
         ids = batch_ids(input_ids)
         B, T = ids.shape
         xp = backend.xp_of(self.wte.weight.data)  # NumPy, or CuPy for a model moved to the GPU
@@ -189,12 +192,16 @@ class GPTModel(nn.Module):
             raise ValueError(f"position {int(pos.max())} is beyond the model's {self.config.n_positions} positions")
         x = self.drop(self.wte(ids) + self.wpe(pos))                                   # (B, T, C)
         mask = causal_mask(attention_mask, T, t_past, xp, batch=B)
-        attentions = []  # filled only if asked for: under no_grad they would keep every layer's weights alive
+        attentions, hidden = [], []  # filled only if asked for: under no_grad they would keep every layer alive
         for block in self.h:
+            if output_hidden_states:
+                hidden.append(x)
             x, w = block(x, mask, past_key_values)
             if output_attentions:
                 attentions.append(w)
-        return self.ln_f(x), (tuple(attentions) if output_attentions else None)
+        x = self.ln_f(x)
+        return x, (tuple(attentions) if output_attentions else None), \
+            (tuple(hidden) + (x,) if output_hidden_states else None)
 
 
 def _init_weights(model: nn.Module, c: GPTConfig) -> None:
@@ -227,12 +234,14 @@ class GPT(nn.Module, GPTPreTrained):
         self.config.tie_word_embeddings = False
 
     def forward(self, input_ids, attention_mask=None, labels=None, output_attentions: bool = False,
-                past_key_values: KVCache | None = None, use_cache: bool = False, position_ids=None) -> CausalLMOutput:
+                past_key_values: KVCache | None = None, use_cache: bool = False, position_ids=None,
+                output_hidden_states: bool = False) -> CausalLMOutput:
         """input_ids (B, T); attention_mask (B, T_past + T), 1 = real token (left padding for batches);
         labels (B, T): the inputs themselves (shifted inside), -100 = ignore. With use_cache, the returned
         `past_key_values` holds every layer's keys/values: pass it back with only the new tokens."""
         cache = past_key_values if past_key_values is not None else (KVCache() if use_cache else None)
-        h, attn = self.transformer(input_ids, attention_mask, position_ids, cache, output_attentions)
+        h, attn, hidden = self.transformer(input_ids, attention_mask, position_ids, cache, output_attentions,
+                                           output_hidden_states)
         logits = self.lm_head(h)                                                       # (B, T, V)
         loss = None
         if labels is not None:  # token t predicts token t + 1
@@ -243,7 +252,8 @@ class GPT(nn.Module, GPTPreTrained):
             lab = lab[:, 1:].reshape(-1)                                               # (B·(T-1),)
             loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), lab)
         return CausalLMOutput(loss=loss, logits=logits, past_key_values=cache if use_cache or past_key_values
-                              is not None else None, last_hidden_state=h, attentions=attn)
+                              is not None else None, last_hidden_state=h, attentions=attn,
+                              hidden_states=hidden)
 
     def generate(self, input_ids, attention_mask=None, **kwargs) -> np.ndarray:
         """Continue prompts (B, T) -> (B, T + new); see `seqlab.models.generation.generate`."""
@@ -278,12 +288,12 @@ class GPTForSequenceClassification(nn.Module, GPTPreTrained):
             return xp.full(B, T - 1)
         return (xp.arange(T)[None, :] * real).argmax(-1)
 
-    def forward(self, input_ids, attention_mask=None, labels=None, output_attentions: bool = False
-                ) -> SequenceClassifierOutput:
+    def forward(self, input_ids, attention_mask=None, labels=None, output_attentions: bool = False,
+                output_hidden_states: bool = False) -> SequenceClassifierOutput:
         ids = token_ids(input_ids)
-        h, attn = self.transformer(ids, attention_mask, None, None, output_attentions)
+        h, attn, hidden = self.transformer(ids, attention_mask, None, None, output_attentions, output_hidden_states)
         logits = self.score(h)                                                         # (B, T, num_labels)
         last = self.last_token_index(ids, attention_mask)
         pooled = logits[backend.xp_of(last).arange(ids.shape[0]), last]  # (B, num_labels)
         loss = None if labels is None else classification_loss(pooled, labels, self.config.problem_type)
-        return SequenceClassifierOutput(loss=loss, logits=pooled, attentions=attn)
+        return SequenceClassifierOutput(loss=loss, logits=pooled, attentions=attn, hidden_states=hidden)

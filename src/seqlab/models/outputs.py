@@ -60,8 +60,9 @@ class MaskedLMOutput(ModelOutput):
 
     loss: Tensor | None = None
     logits: Tensor = None
-    last_hidden_state: Tensor | None = _extra()
+    hidden_states: tuple | None = None
     attentions: tuple | None = None
+    last_hidden_state: Tensor | None = _extra()
 
 
 @dataclass
@@ -70,6 +71,7 @@ class SequenceClassifierOutput(ModelOutput):
 
     loss: Tensor | None = None
     logits: Tensor = None
+    hidden_states: tuple | None = None
     attentions: tuple | None = None
 
 
@@ -80,8 +82,9 @@ class CausalLMOutput(ModelOutput):
     loss: Tensor | None = None
     logits: Tensor = None
     past_key_values: "KVCache | None" = None
-    last_hidden_state: Tensor | None = _extra()
+    hidden_states: tuple | None = None
     attentions: tuple | None = None
+    last_hidden_state: Tensor | None = _extra()
 
 
 @dataclass
@@ -91,9 +94,11 @@ class Seq2SeqLMOutput(ModelOutput):
     loss: Tensor | None = None
     logits: Tensor = None
     past_key_values: "EncoderDecoderCache | None" = None
+    decoder_hidden_states: tuple | None = None
     decoder_attentions: tuple | None = None
     cross_attentions: tuple | None = None
     encoder_last_hidden_state: Tensor | None = None
+    encoder_hidden_states: tuple | None = None
     encoder_attentions: tuple | None = None
 
 

@@ -261,7 +261,7 @@ class T5Stack(nn.Module):
 
     def forward(self, input_ids, attention_mask=None, encoder_hidden_states: Tensor | None = None,
                 encoder_attention_mask=None, cache: EncoderDecoderCache | None = None,
-                output_attentions: bool = False) -> BaseModelOutput:
+                output_attentions: bool = False, output_hidden_states: bool = False) -> BaseModelOutput:
         """attention_mask (B, T_past + T) and encoder_attention_mask (B, S): 1 = real token. Returns
         last_hidden_state (B, T, C) and, with `output_attentions`, attentions = (self per layer, cross per
         layer or None); without, attentions is None (the weights are not kept: under no_grad they would
@@ -290,8 +290,10 @@ class T5Stack(nn.Module):
             cross_mask = em[:, None, None, :]                                                 # (B, 1, 1, S)
         h = self.dropout(self.embed_tokens(ids))                                              # (B, T, C)
         mask, cross_mask = (None if m is None else backend.to_device(m, h.device) for m in (mask, cross_mask))  # once
-        position_bias, self_w, cross_w = None, [], []
+        position_bias, self_w, cross_w, hidden = None, [], [], []
         for blk in self.block:
+            if output_hidden_states:  # transformers': the embeddings, each block's output, the last normed
+                hidden.append(h)
             h, position_bias, w = blk.layer[0](h, mask, position_bias,
                                                cache.self_attention if cache is not None else None)
             if output_attentions:
@@ -304,6 +306,7 @@ class T5Stack(nn.Module):
             h = blk.layer[-1](h)
         h = self.dropout(self.final_layer_norm(h))
         return BaseModelOutput(last_hidden_state=h,
+                               hidden_states=tuple(hidden) + (h,) if output_hidden_states else None,
                                attentions=(tuple(self_w), tuple(cross_w) or None) if output_attentions else None)
 
 
@@ -369,19 +372,22 @@ class T5ForConditionalGeneration(nn.Module, PreTrainedModel):
         pad = self.config.pad_token_id if self.config.pad_token_id is not None else 0
         return np.where(out == -100, pad, out)
 
-    def encode(self, input_ids, attention_mask=None, output_attentions: bool = False) -> BaseModelOutput:
-        return self.encoder(input_ids, attention_mask, output_attentions=output_attentions)
+    def encode(self, input_ids, attention_mask=None, output_attentions: bool = False,
+               output_hidden_states: bool = False) -> BaseModelOutput:
+        return self.encoder(input_ids, attention_mask, output_attentions=output_attentions,
+                            output_hidden_states=output_hidden_states)
 
     def forward(self, input_ids=None, attention_mask=None, decoder_input_ids=None, labels=None,
                 output_attentions: bool = False, decoder_attention_mask=None,
                 encoder_outputs: BaseModelOutput | None = None, past_key_values: EncoderDecoderCache | None = None,
-                use_cache: bool = False) -> Seq2SeqLMOutput:
+                use_cache: bool = False, output_hidden_states: bool = False) -> Seq2SeqLMOutput:
         """input_ids (B, S) with attention_mask (B, S), 1 = real; decoder_input_ids (B, T), or labels (B, T)
         from which they are made by `shift_right`. encoder_outputs: reuse an encoder pass (generation)."""
         if encoder_outputs is None:
             if input_ids is None:
                 raise ValueError("pass input_ids or encoder_outputs")
-            encoder_outputs = self.encoder(input_ids, attention_mask, output_attentions=output_attentions)
+            encoder_outputs = self.encoder(input_ids, attention_mask, output_attentions=output_attentions,
+                                           output_hidden_states=output_hidden_states)
         lab = None
         if labels is not None:  # (B, T_dec): one target per decoder position
             lab, b_enc = token_ids(labels, "labels"), encoder_outputs.last_hidden_state.shape[0]
@@ -397,7 +403,8 @@ class T5ForConditionalGeneration(nn.Module, PreTrainedModel):
             decoder_input_ids = self.shift_right(labels)
         cache = past_key_values if past_key_values is not None else (EncoderDecoderCache() if use_cache else None)
         dec = self.decoder(decoder_input_ids, decoder_attention_mask, encoder_outputs.last_hidden_state,
-                           attention_mask, cache, output_attentions=output_attentions)
+                           attention_mask, cache, output_attentions=output_attentions,
+                           output_hidden_states=output_hidden_states)
         h = dec.last_hidden_state                                                 # (B, T, C)
         if self.config.scale_decoder_outputs:  # tied output layer: rescale by d_model^-0.5 (Mesh TF)
             h = h * (self.config.d_model ** -0.5)
@@ -411,7 +418,8 @@ class T5ForConditionalGeneration(nn.Module, PreTrainedModel):
             decoder_attentions=dec.attentions[0] if output_attentions else None,
             cross_attentions=dec.attentions[1] if output_attentions else None,
             encoder_last_hidden_state=encoder_outputs.last_hidden_state,
-            encoder_attentions=enc_self if output_attentions else None)
+            encoder_attentions=enc_self if output_attentions else None,
+            decoder_hidden_states=dec.hidden_states, encoder_hidden_states=encoder_outputs.hidden_states)
 
     def generate(self, input_ids, attention_mask=None, **kwargs) -> np.ndarray:
         """Greedy or beam search: (B, S) -> (B, 1 + new) starting with the decoder start token."""
