@@ -139,3 +139,61 @@ def test_output_hidden_states_on_every_head_as_transformers(T, torch, tmp_path, 
     assert len(out.to_tuple()) == len(ref.to_tuple())
     plain = ours(ids, **kw)
     assert all(v is None for k, v in vars(plain).items() if "hidden_states" in k)
+
+
+def test_auto_model_for_task_classes(T, torch, gpt_dir, bert_dir, tmp_path):
+    """AutoModelForCausalLM / MaskedLM / SequenceClassification / Seq2SeqLM give the task's class whatever head
+    the folder holds (a BertModel folder becomes a masked LM with transformers' fresh head), as transformers'."""
+    from seqlab.errors import CheckpointError
+    from seqlab.models import (AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM,
+                               AutoModelForSequenceClassification, BertForMaskedLM, BertForSequenceClassification,
+                               GPTForSequenceClassification, T5ForConditionalGeneration)
+
+    assert type(AutoModelForCausalLM.from_pretrained(gpt_dir)) is GPT
+    mlm = AutoModelForMaskedLM.from_pretrained(bert_dir)
+    ref = T.AutoModelForMaskedLM.from_pretrained(bert_dir)
+    assert type(mlm) is BertForMaskedLM and type(ref).__name__ == "BertForMaskedLM"
+    np.testing.assert_allclose(mlm.bert.embeddings.word_embeddings.weight.numpy(),
+                               ref.bert.embeddings.word_embeddings.weight.detach().numpy())
+    clf = AutoModelForSequenceClassification.from_pretrained(gpt_dir, num_labels=3)
+    assert type(clf) is GPTForSequenceClassification and clf.score.weight.shape == (3, 16)
+    assert type(AutoModelForSequenceClassification.from_pretrained(bert_dir)) is BertForSequenceClassification
+    torch.manual_seed(0)
+    t5 = T.T5ForConditionalGeneration(T.T5Config(vocab_size=40, d_model=16, d_kv=8, d_ff=24, num_layers=1,
+                                                 num_heads=2, decoder_start_token_id=0, pad_token_id=0))
+    t5_dir = hf_save(t5, tmp_path / "t5")
+    assert type(AutoModelForSeq2SeqLM.from_pretrained(t5_dir)) is T5ForConditionalGeneration
+    with pytest.raises(CheckpointError, match="AutoModelForCausalLM has no class for model_type 'bert'; it takes "
+                                              "gpt2"):
+        AutoModelForCausalLM.from_pretrained(bert_dir)
+    fresh = AutoModelForCausalLM.from_config(GPTConfig(**GPT_CFG))      # a config object, or a dict
+    assert type(fresh) is GPT and type(AutoModel.from_config(GPTConfig(**GPT_CFG))) is GPT
+
+
+def test_everyday_model_methods_and_t5_encoder_outputs(T, torch, gpt_dir, tmp_path):
+    m = AutoModel.from_pretrained(gpt_dir)
+    ref = T.GPT2LMHeadModel.from_pretrained(gpt_dir)
+    assert m.device == "cpu" and m.dtype == np.float32
+    assert m.get_input_embeddings() is m.transformer.wte
+    assert m.num_parameters() == ref.num_parameters()                  # the tied head counted once
+    torch.manual_seed(0)
+    t5 = T.T5ForConditionalGeneration(T.T5Config(vocab_size=40, d_model=16, d_kv=8, d_ff=24, num_layers=1,
+                                                 num_heads=2, decoder_start_token_id=0, pad_token_id=0,
+                                                 dropout_rate=0.0))
+    ours = AutoModel.from_pretrained(hf_save(t5, tmp_path / "t5"))
+    ids = np.random.default_rng(0).integers(1, 40, (2, 5))
+    enc = ours.get_encoder()(input_ids=ids)
+    a = ours(encoder_outputs=(enc.last_hidden_state,), decoder_input_ids=ids[:, :3])   # transformers' tuple form
+    b = ours(ids, decoder_input_ids=ids[:, :3])
+    np.testing.assert_allclose(a.logits.numpy(), b.logits.numpy(), rtol=1e-6)
+
+
+def test_masked_lm_labels_are_named_in_errors(bert_dir):
+    from seqlab.models import BertForMaskedLM
+
+    m = BertForMaskedLM.from_pretrained(bert_dir)
+    ids = np.ones((2, 5), dtype=np.int64)
+    with pytest.raises(TypeError, match="labels must be integers"):
+        m(ids, labels=ids.astype(np.float32))
+    with pytest.raises(ValueError, match=r"labels has shape \(2, 4\) but input_ids \(2, 5\)"):
+        m(ids, labels=ids[:, :4])

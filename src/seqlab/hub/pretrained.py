@@ -203,6 +203,28 @@ class PreTrainedModel:
     hf_architecture: ClassVar[str] = ""
     head_prefixes: ClassVar[tuple[str, ...]] = ()
 
+    # ---- what transformers' models answer ----------------------------------------
+    @property
+    def device(self) -> str:
+        """Where the parameters live: "cpu" or "cuda" (`model.to("cuda")` moves them)."""
+        return next(self.parameters()).device
+
+    @property
+    def dtype(self):
+        """The parameters' float dtype (float32 unless loaded or moved otherwise)."""
+        return next(self.parameters()).dtype
+
+    def get_input_embeddings(self):
+        """The token embedding (an `nn.Embedding` of vocab_size rows), as transformers' method returns it."""
+        from seqlab import nn
+
+        vocab = getattr(self.config, "vocab_size", None)
+        return next(m for m in self.modules() if isinstance(m, nn.Embedding) and m.num_embeddings == vocab)
+
+    def num_parameters(self) -> int:
+        """Parameters counted once each (tied embeddings once), as transformers counts them."""
+        return sum(int(p.data.size) for p in self.parameters())
+
     @classmethod
     def from_pretrained(cls, name_or_path: str | os.PathLike, *, dtype=None, strict: bool | None = None,
                         output_loading_info: bool = False, **config_overrides: Any):

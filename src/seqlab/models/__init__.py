@@ -2,5 +2,6 @@
 from seqlab.models.transformer_model import TransformerModel
 from seqlab.models.classifier import ClassifierConfig, TransformerClassifier
 from seqlab.models.translator import Translator, TranslatorConfig
-from seqlab.models.auto import (AutoModel, BertConfig, BertForMaskedLM, BertForSequenceClassification, BertModel,  # noqa: F401
+from seqlab.models.auto import (AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM,  # noqa: F401
+                                AutoModelForSeq2SeqLM, AutoModelForSequenceClassification, BertConfig, BertForMaskedLM, BertForSequenceClassification, BertModel,  # noqa: F401
                                 GPT, GPTConfig, GPTForSequenceClassification, T5Config, T5ForConditionalGeneration)

@@ -16,7 +16,8 @@ from seqlab.models.bert import BertConfig, BertForMaskedLM, BertForSequenceClass
 from seqlab.models.gpt import GPT, GPTConfig, GPTForSequenceClassification
 from seqlab.models.t5 import T5Config, T5ForConditionalGeneration
 
-__all__ = ["AutoModel", "model_class", "BertConfig", "BertModel", "BertForMaskedLM", "BertForSequenceClassification",
+__all__ = ["AutoModel", "AutoModelForCausalLM", "AutoModelForMaskedLM", "AutoModelForSequenceClassification",
+           "AutoModelForSeq2SeqLM", "model_class", "BertConfig", "BertModel", "BertForMaskedLM", "BertForSequenceClassification",
            "GPTConfig", "GPT", "GPTForSequenceClassification", "T5Config", "T5ForConditionalGeneration"]
 
 # model_type -> (module, {HF architecture: seqlab class}, default class)
@@ -61,7 +62,12 @@ def model_class(config: dict, where: str = "config.json"):
 
 
 class AutoModel:
-    """Not instantiated: ``AutoModel.from_pretrained(folder_or_name, **kwargs)``."""
+    """Not instantiated: ``AutoModel.from_pretrained(folder_or_name, **kwargs)``.
+
+    Unlike transformers' AutoModel (always the base model), this builds the
+    class the folder names in ``architectures``, head included; the
+    AutoModelFor... classes below pick by task, as transformers' do.
+    """
 
     def __init__(self):
         raise TypeError("use AutoModel.from_pretrained(folder)")
@@ -74,7 +80,69 @@ class AutoModel:
         return cls.from_pretrained(folder, **kwargs)
 
     @staticmethod
-    def from_config(config: dict):
-        """A freshly initialised model for a `config.json`-style dict."""
+    def from_config(config):
+        """A freshly initialised model for a config (a seqlab config, or a `config.json`-style dict)."""
+        config = _as_dict(config)
         cls = model_class(config)
         return cls(cls.config_class.from_dict({k: v for k, v in config.items() if k != "architectures"}))
+
+
+def _as_dict(config) -> dict:
+    return config.to_dict() if hasattr(config, "to_dict") and not isinstance(config, dict) else config
+
+
+# transformers' per-task auto classes: model_type -> the seqlab class for that task
+TASKS: dict[str, dict[str, str]] = {
+    "AutoModelForCausalLM": {"gpt2": "GPT"},
+    "AutoModelForMaskedLM": {"bert": "BertForMaskedLM"},
+    "AutoModelForSequenceClassification": {"bert": "BertForSequenceClassification",
+                                           "gpt2": "GPTForSequenceClassification"},
+    "AutoModelForSeq2SeqLM": {"t5": "T5ForConditionalGeneration"},
+}
+
+
+class _AutoTask:
+    """transformers' AutoModelFor...: the class is the task's for the folder's model_type, whatever head the
+    folder was saved with (a fresh head where it had another, as transformers does)."""
+
+    def __init__(self):
+        raise TypeError(f"use {type(self).__name__}.from_pretrained(folder)")
+
+    @classmethod
+    def _class(cls, config: dict, where: str = "config.json"):
+        model_class(config, where)  # the folder is one seqlab reads at all (clear errors otherwise)
+        table = TASKS[cls.__name__]
+        mt = config.get("model_type")
+        if mt not in table:
+            raise CheckpointError(f"{where}: {cls.__name__} has no class for model_type {mt!r}; it takes "
+                                  f"{', '.join(sorted(table))}")
+        return getattr(importlib.import_module(MODELS[mt][0]), table[mt])
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str | os.PathLike, **kwargs):
+        """Read config.json and call the task's class's `from_pretrained` (same keyword arguments)."""
+        folder = resolve(name_or_path)
+        return cls._class(read_config(folder), str(folder / "config.json")).from_pretrained(folder, **kwargs)
+
+    @classmethod
+    def from_config(cls, config):
+        """A freshly initialised model of the task's class for a config (seqlab's, or a dict)."""
+        config = _as_dict(config)
+        model = cls._class(config)
+        return model(model.config_class.from_dict({k: v for k, v in config.items() if k != "architectures"}))
+
+
+class AutoModelForCausalLM(_AutoTask):
+    """GPT-2 folders as `GPT` (the language-model head)."""
+
+
+class AutoModelForMaskedLM(_AutoTask):
+    """BERT folders as `BertForMaskedLM`."""
+
+
+class AutoModelForSequenceClassification(_AutoTask):
+    """BERT and GPT-2 folders as their sequence classifiers (pass num_labels=... for a fresh head)."""
+
+
+class AutoModelForSeq2SeqLM(_AutoTask):
+    """T5 folders as `T5ForConditionalGeneration`."""

@@ -285,7 +285,11 @@ class BertForMaskedLM(nn.Module, BertPreTrained):
         logits = self.cls.predictions(out.last_hidden_state)  # (B, T, V)
         loss = None
         if labels is not None:
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), token_ids(labels).reshape(-1))
+            lab = token_ids(labels, "labels")
+            if lab.shape != tuple(logits.shape[:2]):
+                raise ValueError(f"labels has shape {lab.shape} but input_ids {tuple(logits.shape[:2])}: "
+                                 f"expected the same (batch, seq) shape")
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), lab.reshape(-1))
         return MaskedLMOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state,
                               attentions=out.attentions, hidden_states=out.hidden_states)
 

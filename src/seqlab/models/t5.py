@@ -372,6 +372,10 @@ class T5ForConditionalGeneration(nn.Module, PreTrainedModel):
         pad = self.config.pad_token_id if self.config.pad_token_id is not None else 0
         return np.where(out == -100, pad, out)
 
+    def get_encoder(self) -> "T5Stack":
+        """The encoder stack: ``model.get_encoder()(input_ids=ids, attention_mask=mask)``, as transformers."""
+        return self.encoder
+
     def encode(self, input_ids, attention_mask=None, output_attentions: bool = False,
                output_hidden_states: bool = False) -> BaseModelOutput:
         return self.encoder(input_ids, attention_mask, output_attentions=output_attentions,
@@ -383,6 +387,9 @@ class T5ForConditionalGeneration(nn.Module, PreTrainedModel):
                 use_cache: bool = False, output_hidden_states: bool = False) -> Seq2SeqLMOutput:
         """input_ids (B, S) with attention_mask (B, S), 1 = real; decoder_input_ids (B, T), or labels (B, T)
         from which they are made by `shift_right`. encoder_outputs: reuse an encoder pass (generation)."""
+        if isinstance(encoder_outputs, (tuple, list)):  # transformers' tuple form: (last_hidden_state, ...)
+            h = encoder_outputs[0]
+            encoder_outputs = BaseModelOutput(h if isinstance(h, Tensor) else Tensor(backend.from_torch(h)))
         if encoder_outputs is None:
             if input_ids is None:
                 raise ValueError("pass input_ids or encoder_outputs")
