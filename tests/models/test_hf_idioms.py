@@ -197,3 +197,13 @@ def test_masked_lm_labels_are_named_in_errors(bert_dir):
         m(ids, labels=ids.astype(np.float32))
     with pytest.raises(ValueError, match=r"labels has shape \(2, 4\) but input_ids \(2, 5\)"):
         m(ids, labels=ids[:, :4])
+
+
+def test_a_foreign_cache_is_a_clear_type_error(T, torch, gpt_dir):
+    m = AutoModel.from_pretrained(gpt_dir)
+    ids = np.ones((1, 3), dtype=np.int64)
+    with torch.no_grad():
+        theirs = T.GPT2LMHeadModel.from_pretrained(gpt_dir)(torch.tensor(ids), use_cache=True).past_key_values
+    for bad in (theirs, ((np.zeros((1, 2, 3, 8)),) * 2,) * 2):
+        with pytest.raises(TypeError, match="past_key_values must be a seqlab KVCache"):
+            m(ids[:, -1:], past_key_values=bad)

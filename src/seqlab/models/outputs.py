@@ -203,3 +203,11 @@ class EncoderDecoderCache:
     def reorder(self, index) -> None:
         self.self_attention.reorder(index)
         self.cross_attention = [(Tensor(k.data[index]), Tensor(v.data[index])) for k, v in self.cross_attention]
+
+
+def check_cache(cache, kind: type) -> None:
+    """TypeError unless `cache` is None or a seqlab `kind` (a transformers cache or a tuple of torch tensors
+    cannot serve: its keys and values are torch's)."""
+    if cache is not None and not isinstance(cache, kind):
+        raise TypeError(f"past_key_values must be a seqlab {kind.__name__} (the past_key_values of an earlier "
+                        f"output with use_cache=True), got {type(cache).__name__}")
