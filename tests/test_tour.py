@@ -169,3 +169,15 @@ def test_without_data_or_network_the_tour_trains_synthetic_tasks_and_says_so(tmp
     assert "train sst2-transformer --data-dir DIR" in text  # where to get the real thing
     assert (out / "synthetic-sentiment" / "checkpoints" / "latest").read_text() != "step-000099"
 
+
+
+def test_a_partial_tour_updates_its_steps_in_tour_json_and_keeps_the_others(tmp_path, capsys):
+    out = tmp_path / "demo"
+    out.mkdir()
+    (out / "tour.json").write_text(json.dumps({"gpt": {"line": "ROMEO: earlier"}, "mlp": {"steps": 1}}))
+    assert main(["demo", "--out", str(out), "--steps", "mlp", "--mlp-steps", "5"]) == 0
+    results = json.loads((out / "tour.json").read_text(encoding="utf-8"))
+    assert results["gpt"] == {"line": "ROMEO: earlier"} and results["mlp"]["steps"] == 5
+    (out / "tour.json").write_text("{not json")                         # an unreadable one is replaced
+    assert main(["demo", "--out", str(out), "--steps", "mlp", "--mlp-steps", "5"]) == 0
+    assert "gpt" not in json.loads((out / "tour.json").read_text(encoding="utf-8"))

@@ -104,3 +104,15 @@ def test_a_failed_start_leaves_no_vocabulary_for_the_next_run(tmp_path):
     record = json.loads((out / "config.json").read_text())
     assert record["config"]["vocab_size"] == 300
     assert record["info"]["vocab_size"] > 150  # the 300-word vocabulary, not the 150 one the failed start built
+
+
+def test_translation_tasks_show_their_final_decoding(tmp_path, capsys):
+    """The multi30k tasks' beam decoding of test2016 after training can take minutes: with progress on it is a
+    bar on stderr (the command looked stuck before), and with progress off nothing is printed."""
+    if not (DATA / "multi30k").is_dir():
+        pytest.skip(f"shared datasets not found at {DATA} (set SEQLAB_DATA)")
+    settings = {**QUICK, **CASES["multi30k-rnn"][1]}
+    runs.train("multi30k-rnn", tmp_path / "a", [(settings, "test")], data_dir=DATA, progress=True)
+    assert "test2016 with beam 2" in capsys.readouterr().err
+    runs.train("multi30k-rnn", tmp_path / "b", [(settings, "test")], data_dir=DATA, progress=False)
+    assert "test2016" not in capsys.readouterr().err

@@ -184,6 +184,16 @@ def step_attention(ctx: Context) -> list[str]:
             f"  viewer: {r['html']}", f"  heatmaps: {r['png']}"]
 
 
+def _merged(path: pathlib.Path, results: dict) -> dict:
+    """This run's results over an earlier tour's in `path`: a partial tour (--steps) updates its steps' entries
+    and keeps the others', whose files are still in the folder. An unreadable earlier file is replaced."""
+    try:
+        earlier = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        earlier = None
+    return {**earlier, **results} if isinstance(earlier, dict) else results
+
+
 def _train_on_data(ctx: Context, name: str, data: str, missing: Callable, instead: str, train: Callable,
                    desc: str, then: str) -> dict:
     """Look for `data` (the synthetic task stands in, said loudly, when `missing` gives an error), train
@@ -195,8 +205,8 @@ def _train_on_data(ctx: Context, name: str, data: str, missing: Callable, instea
     minutes, over = _minutes_for(ctx, name)
     print(f"  training for {_duration(minutes * 60)}, then {then}", flush=True)
     if over:
-        print(f"  (--minutes {ctx.args.minutes:g} leaves too little for the steps still to come; this training "
-              f"keeps at least half its share, so the tour runs past its budget)", flush=True)
+        print(f"  (--minutes {ctx.args.minutes:g} may leave too little for the steps still to come; this "
+              f"training keeps at least half its share, so the tour may run past its budget)", flush=True)
     bar = TrainingBar(desc, minutes)
     try:
         r = train(ctx.out, minutes, ctx.args.data_dir, ctx.args.seed, callbacks=[bar], synthetic=error is not None)
@@ -325,8 +335,8 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.monotonic() - ctx.start
     ctx.results["seconds"] = elapsed
     ctx.results["failed_checks"] = ctx.failed
-    (out / "tour.json").write_text(json.dumps(_jsonable(ctx.results), indent=2, default=str) + "\n",
-                                   encoding="utf-8")
+    (out / "tour.json").write_text(json.dumps(_jsonable(_merged(out / "tour.json", ctx.results)), indent=2,
+                                              default=str) + "\n", encoding="utf-8")
     print(f"\nThe tour took {int(elapsed // 60)} min {elapsed % 60:.0f} s.")
     for line in summary(ctx):
         print(line)

@@ -157,6 +157,7 @@ def train(task_name: str | None, out: str | Path, layers: Iterable[tuple[Mapping
     if task.finish is not None and result.stopped != "interrupted" and trainer.dist.is_main:
         if trainer.ema is not None:  # the weights every evaluation reported are the ones finish uses
             trainer.ema.copy_to_params()
+        task.progress = progress
         extra = task.finish(task.model, out) or {}
         result.extra = dict(extra)
     if trainer.dist.is_main:

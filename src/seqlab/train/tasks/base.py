@@ -40,6 +40,7 @@ class Task:
     optimizer_factory: Callable[[Any], Any] | None = None   # None: from the config
     finish: Callable[[Any, Path], dict] | None = None       # after training, e.g. write a sample
     info: dict = field(default_factory=dict)                # sizes worth showing (vocabulary, examples)
+    progress: bool = False                                  # set by the run: finish may show a bar (stderr)
 
 
 def require(module: str, attr: str | None = None, task: str = "") -> Any:

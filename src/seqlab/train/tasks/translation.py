@@ -53,8 +53,11 @@ Decode = Callable[[Any, np.ndarray, int, float], list[list[int]]]
 
 
 def translate(model: Any, tok: Any, sentences: list[str], decode: Decode, beam_size: int, length_penalty: float,
-              max_len: int, batch_size: int = 100) -> list[str]:
-    """Detokenized translations, decoded in batches of similar source length."""
+              max_len: int, batch_size: int = 100, progress: str | None = None) -> list[str]:
+    """Detokenized translations, decoded in batches of similar source length; `progress`: a tqdm bar's
+    title (stderr), for the long final decoding."""
+    from tqdm import tqdm
+
     from seqlab import no_grad
     from seqlab.models.translator import encode_pairs, make_batch
 
@@ -63,13 +66,16 @@ def translate(model: Any, tok: Any, sentences: list[str], decode: Decode, beam_s
     out = [""] * len(pairs)
     was_training = model.training
     model.eval()
+    bar = tqdm(total=len(order), desc=progress, unit="sentence", disable=progress is None, leave=False)
     try:
         with no_grad():
             for start in range(0, len(order), batch_size):
                 idx = order[start:start + batch_size]
                 for i, ids in zip(idx, decode(model, make_batch(pairs, idx)["src"], beam_size, length_penalty)):
                     out[i] = tok.decode(ids)
+                bar.update(len(idx))
     finally:
+        bar.close()
         model.train(was_training)
     return out
 
@@ -129,7 +135,9 @@ def build_translation(name: str, config: TranslationConfig, run_dir: Path | None
         best = load_best(out_dir)
         if best is not None:
             model.load_state_dict(best[0])
-        hyps = translate(model, tok, de_te, decode, config.beam_size, config.length_penalty, config.max_len)
+        title = f"test2016 with beam {config.beam_size}" if task.progress else None
+        hyps = translate(model, tok, de_te, decode, config.beam_size, config.length_penalty, config.max_len,
+                         progress=title)
         (Path(out_dir) / "test2016.hyp.txt").write_text("\n".join(hyps) + "\n", encoding="utf-8")
         return {"test2016_bleu": tr.bleu(hyps, en_te), "test2016_sentences": len(de_te),
                 "test2016_weights": "best" if best is not None else "final"}
