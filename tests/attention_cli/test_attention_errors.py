@@ -105,3 +105,18 @@ def test_a_run_of_a_model_without_attention_says_so(tmp_path):
     code, _, stderr = run_cli("a good film", "--model", str(run_dir), "--out", str(tmp_path / "out"))
     _one_error_line(code, stderr, "does not return attention weights")
     assert "tokenizer" not in stderr
+
+
+def test_a_model_one_folder_down_is_named(tmp_path):
+    """A run folder of mlm-pretrain / clm-pretrain or an experiment's folder holds the model at pretrained/:
+    the error says so, for `attention` and for the library's loader."""
+    from seqlab.errors import CheckpointError
+    from seqlab.models import AutoModel
+
+    outer = tmp_path / "pretrain_t5"
+    (outer / "pretrained").mkdir(parents=True)
+    (outer / "pretrained" / "config.json").write_text("{}", encoding="utf-8")
+    code, _, stderr = run_cli("hello", "--model", str(outer), "--out", str(tmp_path / "o"))
+    _one_error_line(code, stderr, f"did you mean {outer / 'pretrained'}?")
+    with pytest.raises(CheckpointError, match="did you mean .*pretrained\\?"):
+        AutoModel.from_pretrained(outer)

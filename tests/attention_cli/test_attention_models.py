@@ -140,7 +140,7 @@ def test_seq2seq_glue_and_alignment(model_dirs, bpe_tokenizer, tmp_path):
     names = {p.name for p in written}
     assert {"attention.html", "attention.png", "alignment.png"} <= names and "heads.csv" not in names
     assert all(p.is_file() for p in written)
-    assert table.splitlines()[0].startswith("predicted token") and len(table.splitlines()) == 1 + dec.shape[1]
+    assert table.splitlines()[0].startswith("target token") and len(table.splitlines()) == 1 + dec.shape[1]
     # rows are labelled by what each step predicts: the target's tokens, then </s>
     assert att.target_tokens == tok.convert_ids_to_tokens(np.asarray(bpe_tokenizer.encode(TARGET) + [2]))
     code, _, stderr = run_cli(TEXT, "--model", str(model_dirs["seq2seq"]), "--out", str(tmp_path / "cli"))

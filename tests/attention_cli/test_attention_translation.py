@@ -66,7 +66,7 @@ def test_attention_runs_a_translation_folder_with_each_side_its_own_tokenizer(tr
     np.testing.assert_allclose(np.asarray(cross["attn"])[0, 0] * data["scale"], ref.numpy()[0], atol=data["scale"])
     assert cross["keys"] == tok_src.convert_ids_to_tokens(src)
     assert cross["queries"] == tok_tgt.convert_ids_to_tokens(tgt + [2])  # what each step predicts, then </s>
-    assert stdout.splitlines()[0].startswith("predicted token") and len(stdout.splitlines()) == len(tgt) + 2
+    assert stdout.splitlines()[0].startswith("target token") and len(stdout.splitlines()) == len(tgt) + 2
 
 
 def test_without_a_target_the_model_writes_its_own(translation, tmp_path):
@@ -85,3 +85,17 @@ def test_a_translation_folder_without_attention_is_a_one_line_error(tmp_path):
     code, _, stderr = run_cli(TEXT, "--model", str(tmp_path / "model_none"), "--out", str(tmp_path / "out"))
     assert code == 1 and stderr.count("\n") == 1
     assert "attention='none'" in stderr and "no attention weights to show" in stderr
+
+
+def test_the_alignment_table_shows_byte_level_tokens_as_text():
+    """Byte-level BPE tokens ("Ġdog", "lÃ¤uft") print as the words they encode; WordPiece tokens as they are."""
+    from seqlab.cli.attention import readable_tokens
+    from seqlab.data import Tokenizer
+
+    tok = Tokenizer.train_bpe(["ein Hund läuft im Park", "a dog runs in the park"] * 20, 300,
+                              special_tokens=["<pad>", "<s>", "</s>"])
+    ids = tok.encode("ein Hund läuft", add_special_tokens=False)
+    raw = tok.convert_ids_to_tokens(ids)
+    assert any("Ġ" in t for t in raw)                                   # the run's raw tokens carry markers
+    assert "".join(readable_tokens(raw)).replace(" ", "") == "einHundläuft"
+    assert readable_tokens(["the", "##ing", "läuft", "[SEP]"]) == ["the", "##ing", "läuft", "[SEP]"]

@@ -142,6 +142,7 @@ def load_model(spec: str, checkpoint: str | None = None) -> tuple[Any, Any, str]
     """
     from seqlab.errors import CheckpointError, ConfigError
     from seqlab.hub import PRETRAINED_NAMES, read_config, resolve
+    from seqlab.hub.pretrained import subfolder_hint
 
     def not_a_run() -> None:
         if checkpoint is not None:
@@ -162,7 +163,7 @@ def load_model(spec: str, checkpoint: str | None = None) -> tuple[Any, Any, str]
         return _load_run(path, checkpoint or "best")
     if not (path / "config.json").is_file():
         raise CheckpointError(f"{path} has no config.json: expected a Hugging Face model folder "
-                              f"(config.json + model.safetensors) or a seqlab run folder")
+                              f"(config.json + model.safetensors) or a seqlab run folder{subfolder_hint(path)}")
     config = read_config(path)
     not_a_run()
     if "model_type" in config:
@@ -306,13 +307,29 @@ def write_outputs(att: Any, out: Path, title: str) -> tuple[list[Path], str]:
     return written, "\n\n".join(tables)
 
 
+def readable_tokens(tokens: list[str]) -> list[str]:
+    """Byte-level BPE tokens ("Ġdog", "lÃ¤uft") as the text they stand for ("dog", "läuft"), for a terminal;
+    any other tokens unchanged. Byte-level when some token carries the word-start "Ġ" and every character is
+    in the byte-level alphabet (WordPiece and SentencePiece vocabularies have no "Ġ")."""
+    from tokenizers import decoders
+    from tokenizers.pre_tokenizers import ByteLevel
+
+    alphabet = set(ByteLevel.alphabet())
+    if not any("Ġ" in t for t in tokens) or not all(set(t) <= alphabet for t in tokens):
+        return list(tokens)
+    decoder = decoders.ByteLevel()
+    return [decoder.decode([t]).strip() or t for t in tokens]
+
+
 def _alignment_table(weights: Any, src: list[str], tgt: list[str]) -> str:
-    """Per decoder step, labelled by the token it predicts: the most attended source token and its weight."""
+    """Per decoder step, labelled by its target token: the most attended source token and its weight."""
     import numpy as np
 
     w = np.asarray(weights, dtype=np.float64)  # (T_tgt, T_src)
-    width = max(len(t) for t in tgt)
-    lines = ["predicted token".ljust(width) + "  most attended source token (weight)"]
+    both = readable_tokens(list(src) + list(tgt))  # one tokenizer: decide byte-level on all the tokens
+    src, tgt = both[:len(src)], both[len(src):]
+    width = max(len(t) for t in tgt + ["target token"])
+    lines = ["target token".ljust(width) + "  most attended source token (weight)"]
     for t, row in zip(tgt, w):
         j = int(row.argmax())
         lines.append(f"{t.ljust(width)}  {src[j]} ({row[j]:.3f})")

@@ -55,10 +55,17 @@ def resolve(name_or_path: str | os.PathLike) -> Path:
     raise CheckpointError(f"{key!r} is neither a model folder nor a known pretrained name ({known})")
 
 
+def subfolder_hint(folder: str | os.PathLike) -> str:
+    """'; did you mean FOLDER/pretrained?' when the model sits one level down (a run folder of mlm-pretrain or
+    clm-pretrain, or an experiment's folder), else ''."""
+    inner = Path(folder) / "pretrained"
+    return f"; did you mean {inner}?" if (inner / CONFIG_NAME).is_file() else ""
+
+
 def read_config(folder: str | os.PathLike) -> dict[str, Any]:
     path = Path(folder) / CONFIG_NAME
     if not path.is_file():
-        raise CheckpointError(f"{folder}: no {CONFIG_NAME} (not a Hugging Face model folder)")
+        raise CheckpointError(f"{folder}: no {CONFIG_NAME} (not a Hugging Face model folder){subfolder_hint(folder)}")
     try:
         d = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
