@@ -142,3 +142,26 @@ def test_generate_cli_takes_a_shakespeare_gpt_run_folder(tmp_path, capsys):
     runs.load_run(out).task.model.save_pretrained(hf)
     assert main(["generate", str(hf), "--prompt", "x", "--checkpoint", "latest"]) == 2
     assert "not a run folder" in capsys.readouterr().err
+
+
+def test_generate_cli_says_why_nothing_was_added(tmp_path, capsys):
+    """A model whose first new token is its end of text prints the prompt alone: a note says why."""
+    from seqlab.data import Tokenizer
+
+    tok = Tokenizer.train_bpe(["the cat sat on the mat. the dog sat on the log."] * 20, vocab_size=300)
+    seqlab.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=tok.vocab_size, n_positions=64, n_embd=16, n_layer=1, n_head=2)).eval()
+    first = int(model.generate(np.array([tok.encode("the cat")]), max_new_tokens=1, eos_token_id=[])[0, -1])
+    model.config.eos_token_id = first                                   # the model "ends" at once
+    tok.save(tmp_path)
+    model.save_pretrained(tmp_path)
+    assert main(["generate", str(tmp_path), "--prompt", "the cat", "--max-new-tokens", "5"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("the cat")                                    # (this end token is an ordinary one)
+    assert f"note: --prompt: the model's first new token is its end of text (id {first})" in err
+
+
+def test_generate_cli_missing_folder_lists_no_bert_names(tmp_path, capsys):
+    assert main(["generate", str(tmp_path / "nosuch"), "--prompt", "x"]) == 1
+    err = capsys.readouterr().err
+    assert "does not exist; give a GPT-2 or T5" in err and "MiniLM" not in err

@@ -68,7 +68,7 @@ CASES = [
     ("run-folder-missing", ["info", "{tmp}/norun"], 1, ["norun", "does not exist"]),
     ("not-a-run-folder", ["info", "{empty_dir}"], 1, ["empty", "not a seqlab run folder"]),
     # ---- model folders
-    ("model-folder-missing", ["generate", "{tmp}/nomodel", "--prompt", "x"], 1, ["nomodel", "neither a model folder"]),
+    ("model-folder-missing", ["generate", "{tmp}/nomodel", "--prompt", "x"], 1, ["nomodel", "does not exist; give a GPT-2"]),
     ("embed-model-missing", ["embed", "--model", "{tmp}/nomodel", "x"], 1, ["nomodel"]),
     ("safetensors-truncated", ["generate", "{truncated}", "--prompt", "x"], 1,
      ["truncated/model.safetensors", "truncated file"]),

@@ -42,7 +42,8 @@ def run(args) -> int:
     from seqlab.data.tokenizers import Tokenizer
     from seqlab.hub.pretrained import resolve
     from seqlab.models.auto import AutoModel
-    from seqlab.models.generation import _check
+    from seqlab.hub import PRETRAINED_NAMES
+    from seqlab.models.generation import _check, _eos_list
 
     sample = any(v is not None for v in (args.temperature, args.top_k, args.top_p))
     if sample and args.num_beams > 1:
@@ -72,6 +73,11 @@ def run(args) -> int:
         if args.checkpoint is not None:
             raise UsageError(f"--checkpoint {args.checkpoint} picks a seqlab run's weights, but {args.model_dir} "
                              f"is not a run folder (it has one set of weights)")
+        if not path.exists() and args.model_dir not in PRETRAINED_NAMES:  # its list names BERTs: none generate
+            from seqlab.errors import CheckpointError
+
+            raise CheckpointError(f"model folder {args.model_dir} does not exist; give a GPT-2 or T5 Hugging Face "
+                                  f"folder or a shakespeare-gpt run folder")
         folder = resolve(args.model_dir)
         model = AutoModel.from_pretrained(folder)
         tok = None
@@ -91,11 +97,16 @@ def run(args) -> int:
                          do_sample=sample, temperature=args.temperature or 1.0, top_k=args.top_k,
                          top_p=args.top_p, num_beams=args.num_beams, seed=args.seed,
                          use_cache=not args.no_cache, slide=slide)
-    for prompt, kept, row in zip(args.prompt, rows, out):
+    eos = _eos_list(model.config.eos_token_id)
+    for name, prompt, kept, row in zip(names, args.prompt, rows, out):
+        new = row[1:] if seq2seq else row[ids.shape[1]:]                   # after the start token, or the prompt
+        if args.max_new_tokens and len(new) and int(new[0]) in eos:
+            note(f"{name}: the model's first new token is its end of text (id {int(new[0])}), so nothing was "
+                 f"added; a longer-trained model, or sampling (--temperature), may go on")
         if seq2seq:
-            print(_decode(tok, [int(i) for i in row[1:]]))  # after the decoder's start token
+            print(_decode(tok, [int(i) for i in new]))
         else:
-            print(prompt + continuation(tok, kept, row[ids.shape[1]:]))
+            print(prompt + continuation(tok, kept, new))
     return 0
 
 
