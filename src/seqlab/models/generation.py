@@ -3,12 +3,16 @@
     out = generate(gpt, ids, mask, max_new_tokens=20)                         # greedy
     out = generate(gpt, ids, mask, do_sample=True, top_k=50, top_p=0.9, seed=0)
     out = generate(t5, src_ids, src_mask, num_beams=4)                        # beam search
+    out = generate(gpt, ids, mask, repetition_penalty=1.3, no_repeat_ngram_size=3, min_new_tokens=5)
 
 Decoding follows transformers' `generate` so the tokens are the same:
-scores are taken in float32; sampling applies temperature, then top-k, then
-top-p; a row that emits an end token is padded afterwards and decoding stops
-when every row has ended; prompts in a batch are left-padded and their
-position ids come from the attention mask (cumsum − 1), as transformers does.
+scores are taken in float32; the logits processors (repetition penalty,
+no-repeat n-grams, minimum length) come first, in transformers' order; then
+sampling applies temperature, then top-k, then top-p (beam search applies the
+processors to the log-softmax scores); a row that emits an end token is
+padded afterwards and decoding stops when every row has ended; prompts in a
+batch are left-padded and their position ids come from the attention mask
+(cumsum − 1), as transformers does.
 
 With the cache (default), the prompt is run once and each later step feeds
 only the new token: every layer appends its key/value to the cache and
@@ -153,9 +157,77 @@ def filter_logits(logits: np.ndarray, temperature: float = 1.0, top_k: int | Non
     return x
 
 
-def _check(max_new_tokens, temperature, top_k, top_p, num_beams):
-    if not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 0:
+class _Processors:
+    """transformers' logits processors that `generate` offers, applied in its order to scores (N, V).
+
+    - RepetitionPenaltyLogitsProcessor: every token id in the row so far (a GPT's prompt included, its left
+      padding not: transformers skips each row's leading padding) has its score multiplied by the penalty
+      when < 0, divided by it otherwise;
+    - NoRepeatNGramLogitsProcessor: a token that would complete an n-gram already in the row gets −∞ (the
+      whole row is read, padding and T5's start token included, as transformers does);
+    - MinLengthLogitsProcessor / MinNewTokensLengthLogitsProcessor: the end tokens get −∞ while the
+      sequence (prompt + new tokens for a GPT, start token + new tokens for T5) is shorter than `min_len`.
+    """
+
+    def __init__(self, eos: list[int], min_len: int = 0, repetition_penalty: float | None = None,
+                 skip: np.ndarray | None = None, no_repeat_ngram_size: int = 0):
+        self.eos, self.min_len = eos, min_len
+        self.penalty = None if repetition_penalty is None or repetition_penalty == 1.0 else float(repetition_penalty)
+        self.skip = skip                                                # (N,) leading tokens the penalty ignores
+        self.ngram = no_repeat_ngram_size or 0
+
+    @property
+    def active(self) -> bool:
+        return self.penalty is not None or self.ngram > 0 or (bool(self.eos) and self.min_len > 0)
+
+    @staticmethod
+    def _mark(cols: np.ndarray, V: int) -> np.ndarray:
+        """A (N, V) mask of the ids in each row of cols (N, L); ids >= V (the spare column) mark nothing."""
+        hit = np.zeros((cols.shape[0], V + 1), dtype=bool)
+        hit[np.arange(cols.shape[0])[:, None], np.minimum(cols, V)] = True
+        return hit[:, :V]
+
+    def __call__(self, seqs: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        N, V = scores.shape
+        x = scores
+        if self.penalty is not None:
+            cols = seqs
+            if self.skip is not None:
+                cols = np.where(np.arange(seqs.shape[1])[None, :] < self.skip[:, None], V, seqs)
+            p = np.float32(self.penalty)
+            x = np.where(self._mark(cols, V), np.where(x < 0, x * p, x / p), x).astype(np.float32)
+        n, T = self.ngram, seqs.shape[1]
+        if n > 0 and T >= n:
+            windows = np.lib.stride_tricks.sliding_window_view(seqs, n, axis=1)        # (N, T - n + 1, n)
+            prefix = seqs[:, T + 1 - n:]                                                # the last n − 1 tokens
+            match = (windows[..., :-1] == prefix[:, None, :]).all(-1)
+            x = np.where(self._mark(np.where(match, windows[..., -1], V), V), -np.inf, x).astype(np.float32)
+        if self.eos and T < self.min_len:
+            x = x.copy() if x is scores else x
+            x[:, [e for e in self.eos if 0 <= e < V]] = -np.inf
+        return x
+
+
+def _int_at_least(name: str, value, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+
+
+def _check(max_new_tokens, temperature, top_k, top_p, num_beams, *, max_length=None, min_length=None,
+           min_new_tokens=None, repetition_penalty=None, no_repeat_ngram_size=None, num_return_sequences=1,
+           do_sample=False):
+    if max_new_tokens is not None and (not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 0):
         raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
+    for name, value, low in (("max_length", max_length, 1), ("min_length", min_length, 0),
+                             ("min_new_tokens", min_new_tokens, 0), ("no_repeat_ngram_size", no_repeat_ngram_size, 0),
+                             ("num_return_sequences", num_return_sequences, 1)):
+        if value is not None:
+            _int_at_least(name, value, low)
+    if repetition_penalty is not None and (isinstance(repetition_penalty, bool)
+                                           or not isinstance(repetition_penalty, (int, float, np.number))
+                                           or not 0 < repetition_penalty < float("inf")):
+        raise ValueError(f"repetition_penalty must be a finite number > 0 (1.0: no penalty), "
+                         f"got {repetition_penalty!r}")
     if temperature is not None and not 0 < temperature < float("inf"):  # NaN too
         raise ValueError(f"temperature must be a finite number > 0, got {temperature}")
     if top_k is not None and top_k < 0:
@@ -164,23 +236,53 @@ def _check(max_new_tokens, temperature, top_k, top_p, num_beams):
         raise ValueError(f"top_p must be in (0, 1], got {top_p}")
     if num_beams < 1:
         raise ValueError(f"num_beams must be >= 1, got {num_beams}")
+    if num_return_sequences is not None and num_return_sequences > 1:
+        if num_beams > 1 and num_return_sequences > num_beams:
+            raise ValueError(f"num_return_sequences ({num_return_sequences}) must be <= num_beams ({num_beams}): "
+                             f"beam search returns the best num_return_sequences of its num_beams hypotheses")
+        if num_beams == 1 and not do_sample:
+            raise ValueError(f"num_return_sequences must be 1 for greedy search (got {num_return_sequences}): the "
+                             f"copies would be identical; sample (do_sample=True) or use num_beams >= "
+                             f"num_return_sequences, as transformers requires")
 
 
 DEFAULT_TOP_K = 50  # transformers' GenerationConfig.top_k, used when sampling
 
 
 @no_grad()
-def generate(model, input_ids, attention_mask=None, *, max_new_tokens: int = 20, do_sample: bool = False,
+def generate(model, input_ids, attention_mask=None, *, max_new_tokens: int | None = None, do_sample: bool = False,
              temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
              num_beams: int = 1, length_penalty: float = 1.0, early_stopping: bool | str = False,
              eos_token_id=None, pad_token_id=None, use_cache: bool = True, seed: int | None = None,
-             generator: np.random.Generator | None = None, slide: bool = False) -> np.ndarray:
+             generator: np.random.Generator | None = None, slide: bool = False, max_length: int | None = None,
+             min_length: int | None = None, min_new_tokens: int | None = None,
+             repetition_penalty: float | None = None, no_repeat_ngram_size: int | None = None,
+             num_return_sequences: int = 1) -> np.ndarray:
     """Token ids (B, T + n) for a GPT, or (B, 1 + n) starting with the decoder start token for T5.
 
     input_ids (B, T); attention_mask (B, T), 1 = real token (GPT prompts of
     different lengths are left-padded). eos_token_id / pad_token_id default
     to the model config's (pad falls back to eos). Sampling draws from
     `generator` or a new one seeded with `seed`.
+
+    Length, as in transformers: `max_new_tokens` new tokens (20 when neither
+    it nor `max_length` is given), or `max_length` tokens in all: the padded
+    prompt plus the new ones for a GPT, the decoder's start token plus the new
+    ones for T5; max_new_tokens wins when both are given. The end tokens are
+    banned (score −∞) until `min_new_tokens` tokens are new, or the sequence
+    (counted as max_length is) holds `min_length`; min_new_tokens wins.
+
+    `repetition_penalty` (> 0; 1.0: none) divides the positive scores and
+    multiplies the negative ones of every token already in the row (a GPT's
+    prompt included, its padding not); `no_repeat_ngram_size` = n > 0 bans a
+    token that would repeat an n-gram already in the row. Both, and the
+    minimum length, act before temperature/top-k/top-p, and in beam search on
+    the log-probabilities.
+
+    `num_return_sequences` rows per prompt, grouped by prompt (rows
+    i·n … i·n + n − 1 continue prompt i): independent draws when sampling,
+    the n best hypotheses with beam search (n <= num_beams); greedy search
+    refuses n > 1, as transformers does.
 
     Sampling keeps the 50 most likely tokens unless `top_k` says otherwise
     (transformers' GenerationConfig default; top_k=0: no limit). Beam search
@@ -191,7 +293,10 @@ def generate(model, input_ids, attention_mask=None, *, max_new_tokens: int = 20,
     n_positions tokens (nanoGPT's generate), so a model trained on 64-token
     blocks can write 1,000 tokens. The whole sequence is returned.
     """
-    _check(max_new_tokens, temperature, top_k, top_p, num_beams)
+    _check(max_new_tokens, temperature, top_k, top_p, num_beams, max_length=max_length, min_length=min_length,
+           min_new_tokens=min_new_tokens, repetition_penalty=repetition_penalty,
+           no_repeat_ngram_size=no_repeat_ngram_size, num_return_sequences=num_return_sequences, do_sample=do_sample)
+    num_return_sequences = 1 if num_return_sequences is None else num_return_sequences
     if do_sample and num_beams > 1:
         raise ValueError("beam search does not sample here: give num_beams > 1 or do_sample=True, not both "
                          "(transformers' beam sampling is not implemented)")
@@ -214,39 +319,57 @@ def generate(model, input_ids, attention_mask=None, *, max_new_tokens: int = 20,
     if slide and seq2seq:
         raise ValueError("slide=True is for a GPT's absolute positions; T5's positions are relative and have no "
                          "limit")
+    start_len = 1 if seq2seq else ids.shape[1]                  # what max_length counts before the new tokens
+    if max_new_tokens is None and max_length is not None:
+        if max_length < start_len:
+            what = "the decoder's start token" if seq2seq else f"the (padded) prompt's {start_len} tokens"
+            raise ValueError(f"max_length ({max_length}) counts {what} and leaves no room for new tokens; give "
+                             f"max_new_tokens to count only the new ones")
+        max_new_tokens = max_length - start_len
+    elif max_new_tokens is None:
+        max_new_tokens = 20
     if not seq2seq and not slide and ids.shape[1] + max_new_tokens > cfg.n_positions:
         raise ValueError(f"prompt ({ids.shape[1]}) + max_new_tokens ({max_new_tokens}) exceeds the model's "
                          f"{cfg.n_positions} positions; pass slide=True to read only the last "
                          f"{cfg.n_positions} tokens at each step, as nanoGPT does")
     window = cfg.n_positions if slide else None
+    copies = max(num_beams, num_return_sequences)               # rows per prompt, as transformers expands them
+    ids, mask = np.repeat(ids, copies, 0), np.repeat(mask, copies, 0)
+    # transformers' repetition penalty skips each row's leading padding (a GPT's; T5's decoder has none)
+    skip = None if seq2seq else (mask != 0).argmax(1)
+    min_len = min_new_tokens + start_len if min_new_tokens is not None else (min_length or 0)
+    processors = _Processors(eos, min_len, repetition_penalty, skip, no_repeat_ngram_size)
+    processors = processors if processors.active else None
     was_training = model.training
     model.eval()
     try:
-        if num_beams > 1:
-            if seq2seq:
-                stepper = _Seq2SeqStepper(model, ids, mask, use_cache, expand=num_beams)
-                start = np.full((ids.shape[0], 1), model.decoder_start_token_id, dtype=np.int64)
-            else:
-                stepper = _CausalStepper(model, np.repeat(ids, num_beams, 0), np.repeat(mask, num_beams, 0),
-                                         use_cache, max_new_tokens, window)
-                start = ids
-            return beam_search(stepper, start, num_beams, max_new_tokens, eos, pad, length_penalty, early_stopping)
         if seq2seq:
-            stepper = _Seq2SeqStepper(model, ids, mask, use_cache)
-            seqs = np.full((ids.shape[0], 1), model.decoder_start_token_id, dtype=np.int64)
+            src = ids[::copies]                                  # the encoder runs once per prompt
+            stepper = _Seq2SeqStepper(model, src, mask[::copies], use_cache, expand=copies)
+            start = np.full((src.shape[0], 1), model.decoder_start_token_id, dtype=np.int64)
         else:
-            stepper, seqs = _CausalStepper(model, ids, mask, use_cache, max_new_tokens, window), ids
+            stepper = _CausalStepper(model, ids, mask, use_cache, max_new_tokens, window)
+            start = ids[::copies]
+        if num_beams > 1:
+            return beam_search(stepper, start, num_beams, max_new_tokens, eos, pad, length_penalty, early_stopping,
+                               processors=processors, num_return_sequences=num_return_sequences)
+        seqs = np.repeat(start, copies, 0)
         rng = generator or np.random.default_rng(seed)
-        return _sample_loop(stepper, seqs, max_new_tokens, do_sample, temperature, top_k, top_p, eos, pad, rng)
+        return _sample_loop(stepper, seqs, max_new_tokens, do_sample, temperature, top_k, top_p, eos, pad, rng,
+                            processors=processors)
     finally:
         model.train(was_training)
 
 
-def _sample_loop(stepper, seqs, max_new_tokens, do_sample, temperature, top_k, top_p, eos, pad, rng) -> np.ndarray:
-    """Greedy (argmax) or sampling, one token per step for every row."""
+def _sample_loop(stepper, seqs, max_new_tokens, do_sample, temperature, top_k, top_p, eos, pad, rng,
+                 processors=None) -> np.ndarray:
+    """Greedy (argmax) or sampling, one token per step for every row; `processors` (seqs, scores) -> scores
+    act on the raw scores before temperature, top-k and top-p."""
     unfinished = np.ones(seqs.shape[0], dtype=bool)
     for _ in range(max_new_tokens):
         scores = stepper.logits(seqs)                                   # (B, V) float32
+        if processors is not None:
+            scores = processors(seqs, scores)
         if do_sample:
             probs = _softmax(filter_logits(scores, temperature, top_k, top_p)).astype(np.float64)
             cdf = np.cumsum(probs, -1)
@@ -270,8 +393,13 @@ def _topk(x: np.ndarray, k: int) -> np.ndarray:
 
 
 def beam_search(stepper, prompt: np.ndarray, num_beams: int, max_new_tokens: int, eos: list[int], pad: int,
-                length_penalty: float = 1.0, early_stopping: bool | str = False) -> np.ndarray:
-    """Beam search as transformers (≥ 4.50) runs it; returns the best hypothesis per row (B, T0 + n).
+                length_penalty: float = 1.0, early_stopping: bool | str = False, processors=None,
+                num_return_sequences: int = 1) -> np.ndarray:
+    """Beam search as transformers (≥ 4.50) runs it; returns the best `num_return_sequences` hypotheses per
+    row, best first and grouped by row (B·num_return_sequences, T0 + n).
+
+    `processors` (seqs, scores) -> scores act on each step's log-probabilities (B·K, V) before they are
+    added to the beams' scores, as transformers applies its logits processors there.
 
     Each step extends every running beam by every token and keeps the best
     (1 + #eos)·K candidates by summed log-probability. Candidates ending in
@@ -298,7 +426,10 @@ def beam_search(stepper, prompt: np.ndarray, num_beams: int, max_new_tokens: int
     cur = T0
     rows = np.arange(B)[:, None]
     while cur < max_len:
-        logp = _log_softmax(stepper.logits(running[:, :, :cur].reshape(B * K, cur)))  # (B·K, V)
+        flat = running[:, :, :cur].reshape(B * K, cur)
+        logp = _log_softmax(stepper.logits(flat))                      # (B·K, V)
+        if processors is not None:
+            logp = processors(flat, logp)
         V = logp.shape[-1]
         acc = (logp.reshape(B, K, V) + running_scores[:, :, None]).reshape(B, K * V)
         idx = _topk(acc, keep)                                           # (B, keep)
@@ -338,5 +469,6 @@ def beam_search(stepper, prompt: np.ndarray, num_beams: int, max_new_tokens: int
         all_done = is_finished.all() and early_stopping is True
         if not can_improve.any() or all_done or hits.all():
             break
-    out_len = T0 + int(finished_len[:, 0].max())
-    return finished_seqs[:, 0, :out_len]
+    n = num_return_sequences
+    out_len = T0 + int(finished_len[:, :n].max())
+    return finished_seqs[:, :n, :out_len].reshape(B * n, out_len)
