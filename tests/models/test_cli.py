@@ -165,3 +165,17 @@ def test_generate_cli_missing_folder_lists_no_bert_names(tmp_path, capsys):
     assert main(["generate", str(tmp_path / "nosuch"), "--prompt", "x"]) == 1
     err = capsys.readouterr().err
     assert "does not exist; give a GPT-2 or T5" in err and "MiniLM" not in err
+
+
+def test_generate_cli_repetition_options_match_the_api(gpt_folder, capsys):
+    folder, tok, model = gpt_folder
+    ids = np.array([tok.encode("the cat")])
+    for flags, kw in ((["--repetition-penalty", "3"], {"repetition_penalty": 3.0}),
+                      (["--no-repeat-ngram-size", "2"], {"no_repeat_ngram_size": 2})):
+        assert main(["generate", str(folder), "--prompt", "the cat", "--max-new-tokens", "10", *flags]) == 0
+        line = capsys.readouterr().out.rstrip("\n")
+        expected = model.eval().generate(ids, max_new_tokens=10, **kw)
+        assert line == "the cat" + tok.decode(expected[0, ids.shape[1]:])
+        assert not np.array_equal(expected, model.generate(ids, max_new_tokens=10))  # the option mattered
+    assert main(["generate", str(folder), "--prompt", "x", "--repetition-penalty", "0"]) == 2
+    assert "--repetition-penalty must be a finite number > 0" in capsys.readouterr().err

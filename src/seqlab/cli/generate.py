@@ -32,6 +32,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="sample from the k most likely tokens (default 50 when sampling, as transformers; 0: no limit)")
     p.add_argument("--top-p", type=float, default=None, help="sample from the smallest set with this much mass")
     p.add_argument("--num-beams", type=int, default=1, help="beam search with this many beams (no sampling)")
+    p.add_argument("--repetition-penalty", type=float, default=None, metavar="P",
+                   help="scores of tokens already in the text divided by P (> 1 discourages repeats)")
+    p.add_argument("--no-repeat-ngram-size", type=int, default=None, metavar="N",
+                   help="never repeat an N-gram already in the text")
     p.add_argument("--seed", type=int_at_least(0), default=0, help="random seed for sampling")
     p.add_argument("--no-cache", action="store_true", help="recompute every position at each step")
     add_truncation_argument(p, default="each new token reads the last n_positions tokens, with a note")
@@ -50,7 +54,8 @@ def run(args) -> int:
         raise UsageError("conflicting options: choose sampling (--temperature/--top-k/--top-p) or --num-beams, "
                          "not both")
     try:  # the library's own checks, before the model loads
-        _check(args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.num_beams)
+        _check(args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.num_beams,
+               repetition_penalty=args.repetition_penalty, no_repeat_ngram_size=args.no_repeat_ngram_size)
     except ValueError as e:  # "top_p must be in (0, 1], got 2.0" -> "--top-p must be ..."
         option, rest = str(e).split(" ", 1)
         raise UsageError(f"--{option.replace('_', '-')} {rest}") from None
@@ -96,7 +101,8 @@ def run(args) -> int:
     out = model.generate(ids, mask, max_new_tokens=args.max_new_tokens,
                          do_sample=sample, temperature=args.temperature or 1.0, top_k=args.top_k,
                          top_p=args.top_p, num_beams=args.num_beams, seed=args.seed,
-                         use_cache=not args.no_cache, slide=slide)
+                         use_cache=not args.no_cache, slide=slide, repetition_penalty=args.repetition_penalty,
+                         no_repeat_ngram_size=args.no_repeat_ngram_size)
     eos = _eos_list(model.config.eos_token_id)
     for name, prompt, kept, row in zip(names, args.prompt, rows, out):
         new = row[1:] if seq2seq else row[ids.shape[1]:]                   # after the start token, or the prompt
