@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from models_helpers import hf_save
 
+import seqlab
 from seqlab.models import AutoModel, BertModel, GPT, GPTConfig
 from seqlab.models import generation
 
@@ -207,3 +208,36 @@ def test_a_foreign_cache_is_a_clear_type_error(T, torch, gpt_dir):
     for bad in (theirs, ((np.zeros((1, 2, 3, 8)),) * 2,) * 2):
         with pytest.raises(TypeError, match="past_key_values must be a seqlab KVCache"):
             m(ids[:, -1:], past_key_values=bad)
+
+
+@pytest.mark.parametrize("family", ["bert", "gpt"])
+def test_inputs_embeds_and_position_ids_as_transformers(T, torch, tmp_path, family):
+    """inputs_embeds (B, T, C) in place of the ids' word vectors, and explicit position_ids, give transformers'
+    hidden states; the embeddings get their gradient; both or neither of ids and embeds is an error."""
+    torch.manual_seed(0)
+    if family == "bert":
+        hf = T.BertModel(T.BertConfig(**BERT_CFG)).double().eval()
+        ours = BertModel.from_pretrained(hf_save(hf, tmp_path), dtype=np.float64)
+        table = ours.embeddings.word_embeddings.weight.numpy()
+    else:
+        hf = T.GPT2Model(T.GPT2Config(**GPT_CFG)).double().eval()
+        ours = GPT.from_pretrained(hf_save(hf, tmp_path), dtype=np.float64)
+        table = ours.transformer.wte.weight.numpy()
+    hidden = lambda **kw: ours(**kw).last_hidden_state                           # noqa: E731  (GPT's too)
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, 50, (2, 6))
+    emb = table[ids] + 0.01 * rng.standard_normal((2, 6, 16))
+    pos = np.array([[3, 4, 5, 6, 7, 8], [0, 1, 2, 3, 4, 5]])
+    with torch.no_grad():
+        ref = hf(inputs_embeds=torch.tensor(emb), position_ids=torch.tensor(pos)).last_hidden_state.numpy()
+    x = seqlab.tensor(emb, requires_grad=True)
+    h = hidden(inputs_embeds=x, position_ids=pos)
+    np.testing.assert_allclose(h.numpy(), ref, rtol=1e-9, atol=1e-10)
+    h.sum().backward()
+    assert x.grad.shape == (2, 6, 16) and np.abs(x.grad).sum() > 0
+    np.testing.assert_allclose(hidden(inputs_embeds=table[ids]).numpy(), hidden(input_ids=ids).numpy(), rtol=1e-12)
+    for bad in ({"input_ids": ids, "inputs_embeds": emb}, {}):
+        with pytest.raises(ValueError, match="give input_ids or inputs_embeds, exactly one"):
+            ours(**bad)
+    with pytest.raises(ValueError, match="position 40 is outside the model's 32 positions"):
+        ours(ids, position_ids=np.full((2, 6), 40))

@@ -39,6 +39,34 @@ def mask_values(x, name: str = "attention_mask") -> np.ndarray:
     return token_ids(arr, name)
 
 
+def ids_or_embeds(input_ids, inputs_embeds) -> tuple[np.ndarray | None, Tensor | None, int, int]:
+    """(ids, embeds, B, T) for a model that takes token ids or, as transformers' models do, their vectors
+    (B, T, C) in place of its word embeddings; exactly one of the two."""
+    if (input_ids is None) == (inputs_embeds is None):
+        raise ValueError("give input_ids or inputs_embeds, exactly one of them")
+    if input_ids is not None:
+        ids = batch_ids(input_ids)
+        return ids, None, ids.shape[0], ids.shape[1]
+    emb = inputs_embeds if isinstance(inputs_embeds, Tensor) else Tensor(backend.from_torch(inputs_embeds))
+    if emb.ndim != 3 or emb.shape[1] == 0:
+        raise ValueError(f"inputs_embeds must be (batch, time, hidden), got shape {tuple(emb.shape)}")
+    return None, emb, emb.shape[0], emb.shape[1]
+
+
+def position_values(position_ids, B: int, T: int, limit: int) -> np.ndarray:
+    """position_ids as (B or 1, T) ints below `limit` (a (T,) vector: the same for every row, as transformers)."""
+    pos = token_ids(position_ids, "position_ids")
+    if pos.ndim == 1 and pos.shape[0] == T:
+        pos = pos[None, :]
+    if pos.ndim != 2 or pos.shape[1] != T or pos.shape[0] not in (1, B):
+        raise ValueError(f"position_ids has shape {pos.shape} but input_ids ({B}, {T}): expected ({B}, {T}), "
+                         f"(1, {T}) or ({T},)")
+    if pos.size and (int(pos.max()) >= limit or int(pos.min()) < 0):
+        raise ValueError(f"position {int(pos.max()) if int(pos.max()) >= limit else int(pos.min())} is outside "
+                         f"the model's {limit} positions")
+    return pos
+
+
 def batch_ids(input_ids) -> np.ndarray:
     """`token_ids` of a (batch, time) input; ValueError for any other rank or no tokens."""
     ids = token_ids(input_ids, "input_ids")

@@ -23,7 +23,7 @@ from seqlab.autograd.tensor import Tensor
 from seqlab.hub import keymap
 from seqlab.hub.config import HFConfig, activation
 from seqlab.hub.pretrained import PreTrainedModel
-from seqlab.models._common import batch_ids, init_normal_, mask_values, token_ids
+from seqlab.models._common import ids_or_embeds, init_normal_, mask_values, position_values, token_ids
 from seqlab.models.outputs import BaseModelOutput, MaskedLMOutput, SequenceClassifierOutput, classification_loss
 from seqlab.nn.linear import feed_forward_in
 
@@ -75,14 +75,18 @@ class BertEmbeddings(nn.Module):
         self.dropout = nn.Dropout(c.hidden_dropout_prob)
         self.max_positions = c.max_position_embeddings
 
-    def forward(self, input_ids: np.ndarray, token_type_ids: np.ndarray | None = None) -> Tensor:
-        B, T = input_ids.shape
+    def forward(self, input_ids: np.ndarray | None, token_type_ids: np.ndarray | None = None,
+                position_ids=None, inputs_embeds: Tensor | None = None) -> Tensor:
+        """`inputs_embeds` (B, T, C) stand in for the word embeddings of `input_ids` (transformers' option);
+        `position_ids` (B, T), (1, T) or (T,) replace 0 .. T-1."""
+        B, T = (input_ids if input_ids is not None else inputs_embeds).shape[:2]
         if T > self.max_positions:
             raise ValueError(f"input has {T} tokens but the model has {self.max_positions} positions; truncate it")
         if token_type_ids is None:
             token_type_ids = np.zeros((B, T), dtype=np.int64)
-        h = (self.word_embeddings(input_ids) + self.position_embeddings(np.arange(T))  # (B, T, C)
-             + self.token_type_embeddings(token_type_ids))
+        pos = np.arange(T) if position_ids is None else position_values(position_ids, B, T, self.max_positions)
+        words = self.word_embeddings(input_ids) if inputs_embeds is None else inputs_embeds
+        h = words + self.position_embeddings(pos) + self.token_type_embeddings(token_type_ids)  # (B, T, C)
         return self.dropout(self.LayerNorm(h))
 
 
@@ -195,21 +199,22 @@ class BertModel(nn.Module, BertPreTrained):
         self.pooler = BertPooler(config) if add_pooling_layer else None
         init_normal_(self, config.initializer_range)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions: bool = False,
-                output_hidden_states: bool = False) -> BaseModelOutput:
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, output_attentions: bool = False,
+                output_hidden_states: bool = False, position_ids=None, inputs_embeds=None) -> BaseModelOutput:
         """input_ids (B, T) ints; attention_mask (B, T), 1 = real token, 0 = padding (HF convention);
-        token_type_ids (B, T): 0 for sentence A, 1 for sentence B."""
-        ids = batch_ids(input_ids)
+        token_type_ids (B, T): 0 for sentence A, 1 for sentence B. `inputs_embeds` (B, T, C) in place of
+        input_ids' word embeddings, `position_ids` in place of 0 .. T-1 (transformers' options)."""
+        ids, embeds, B, T = ids_or_embeds(input_ids, inputs_embeds)
         tt = None if token_type_ids is None else token_ids(token_type_ids, "token_type_ids")
-        if tt is not None and tt.shape != ids.shape:
-            raise ValueError(f"token_type_ids has shape {tt.shape} but input_ids {ids.shape}")
+        if tt is not None and tt.shape != (B, T):
+            raise ValueError(f"token_type_ids has shape {tt.shape} but input_ids {(B, T)}")
         mask = None
         if attention_mask is not None:
             am = mask_values(attention_mask)
-            if am.shape != ids.shape:
-                raise ValueError(f"attention_mask has shape {am.shape} but input_ids {ids.shape}")
+            if am.shape != (B, T):
+                raise ValueError(f"attention_mask has shape {am.shape} but input_ids {(B, T)}")
             mask = (am != 0)[:, None, None, :]  # (B, 1, 1, T): True = may attend
-        h = self.embeddings(ids, tt)
+        h = self.embeddings(ids, tt, position_ids, embeds)
         if mask is not None:
             mask = backend.to_device(mask, h.device)  # once, not in every layer's attention
         attentions, hidden = [], [h]  # filled only if asked for: under no_grad they would keep every layer alive
@@ -279,9 +284,11 @@ class BertForMaskedLM(nn.Module, BertPreTrained):
         else:
             dec.bias = nn.Parameter(dec.bias.data.copy())
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions: bool = False,
-                labels=None, output_hidden_states: bool = False) -> MaskedLMOutput:
-        out = self.bert(input_ids, attention_mask, token_type_ids, output_attentions, output_hidden_states)
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, output_attentions: bool = False,
+                labels=None, output_hidden_states: bool = False, position_ids=None, inputs_embeds=None
+                ) -> MaskedLMOutput:
+        out = self.bert(input_ids, attention_mask, token_type_ids, output_attentions, output_hidden_states,
+                        position_ids, inputs_embeds)
         logits = self.cls.predictions(out.last_hidden_state)  # (B, T, V)
         loss = None
         if labels is not None:
@@ -310,9 +317,11 @@ class BertForSequenceClassification(nn.Module, BertPreTrained):
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         init_normal_(self.classifier, config.initializer_range)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions: bool = False,
-                labels=None, output_hidden_states: bool = False) -> SequenceClassifierOutput:
-        out = self.bert(input_ids, attention_mask, token_type_ids, output_attentions, output_hidden_states)
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, output_attentions: bool = False,
+                labels=None, output_hidden_states: bool = False, position_ids=None, inputs_embeds=None
+                ) -> SequenceClassifierOutput:
+        out = self.bert(input_ids, attention_mask, token_type_ids, output_attentions, output_hidden_states,
+                        position_ids, inputs_embeds)
         logits = self.classifier(self.dropout(out.pooler_output))  # (B, num_labels)
         loss = None if labels is None else classification_loss(logits, labels, self.config.problem_type)
         return SequenceClassifierOutput(loss=loss, logits=logits, attentions=out.attentions,

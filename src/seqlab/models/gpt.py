@@ -24,7 +24,7 @@ from seqlab.errors import ConfigError
 from seqlab.hub import keymap
 from seqlab.hub.config import HFConfig, activation
 from seqlab.hub.pretrained import PreTrainedModel
-from seqlab.models._common import batch_ids, init_normal_, mask_values, token_ids
+from seqlab.models._common import ids_or_embeds, init_normal_, mask_values, position_values, token_ids
 from seqlab.models.outputs import (CausalLMOutput, KVCache, SequenceClassifierOutput, check_cache,
                                    classification_loss)
 from seqlab.nn.linear import feed_forward_in
@@ -173,25 +173,18 @@ class GPTModel(nn.Module):
         self.ln_f = nn.LayerNorm(c.n_embd, eps=c.layer_norm_epsilon)
 
     def forward(self, input_ids, attention_mask=None, position_ids=None, past_key_values: KVCache | None = None,
-                output_attentions: bool = False, output_hidden_states: bool = False
+                output_attentions: bool = False, output_hidden_states: bool = False, inputs_embeds=None
                 ) -> tuple[Tensor, tuple | None, tuple | None]:
         """(last hidden state (B, T, C), attentions per layer or None, hidden states or None). The hidden
-        states are transformers': the embeddings, each block's output, the last after ln_f (L + 1)."""
-        ids = batch_ids(input_ids)
-        B, T = ids.shape
+        states are transformers': the embeddings, each block's output, the last after ln_f (L + 1).
+        `inputs_embeds` (B, T, C) stand in for input_ids' token embeddings (transformers' option)."""
+        ids, embeds, B, T = ids_or_embeds(input_ids, inputs_embeds)
         xp = backend.xp_of(self.wte.weight.data)  # NumPy, or CuPy for a model moved to the GPU
         t_past = past_key_values.get_seq_length() if past_key_values is not None else 0
         if position_ids is None:  # as transformers: 0, 1, ... after the cached positions, whatever the padding
             position_ids = xp.arange(t_past, t_past + T)[None, :]                      # (1, T)
-        pos = token_ids(position_ids, "position_ids")
-        if pos.ndim == 1 and pos.shape[0] == T:  # (T,): the same positions for every row (as transformers)
-            pos = pos[None, :]
-        if pos.ndim != 2 or pos.shape[1] != T or pos.shape[0] not in (1, B):
-            raise ValueError(f"position_ids has shape {pos.shape} but input_ids {ids.shape}: expected ({B}, {T}), "
-                             f"(1, {T}) or ({T},)")
-        if pos.size and int(pos.max()) >= self.config.n_positions:
-            raise ValueError(f"position {int(pos.max())} is beyond the model's {self.config.n_positions} positions")
-        x = self.drop(self.wte(ids) + self.wpe(pos))                                   # (B, T, C)
+        pos = position_values(position_ids, B, T, self.config.n_positions)
+        x = self.drop((self.wte(ids) if embeds is None else embeds) + self.wpe(pos))     # (B, T, C)
         mask = causal_mask(attention_mask, T, t_past, xp, batch=B)
         attentions, hidden = [], []  # filled only if asked for: under no_grad they would keep every layer alive
         for block in self.h:
@@ -234,16 +227,16 @@ class GPT(nn.Module, GPTPreTrained):
         self.lm_head.weight = nn.Parameter(self.lm_head.weight.data.copy())
         self.config.tie_word_embeddings = False
 
-    def forward(self, input_ids, attention_mask=None, labels=None, output_attentions: bool = False,
+    def forward(self, input_ids=None, attention_mask=None, labels=None, output_attentions: bool = False,
                 past_key_values: KVCache | None = None, use_cache: bool = False, position_ids=None,
-                output_hidden_states: bool = False) -> CausalLMOutput:
+                output_hidden_states: bool = False, inputs_embeds=None) -> CausalLMOutput:
         """input_ids (B, T); attention_mask (B, T_past + T), 1 = real token (left padding for batches);
         labels (B, T): the inputs themselves (shifted inside), -100 = ignore. With use_cache, the returned
         `past_key_values` holds every layer's keys/values: pass it back with only the new tokens."""
         check_cache(past_key_values, KVCache)
         cache = past_key_values if past_key_values is not None else (KVCache() if use_cache else None)
         h, attn, hidden = self.transformer(input_ids, attention_mask, position_ids, cache, output_attentions,
-                                           output_hidden_states)
+                                           output_hidden_states, inputs_embeds)
         logits = self.lm_head(h)                                                       # (B, T, V)
         loss = None
         if labels is not None:  # token t predicts token t + 1
