@@ -89,6 +89,20 @@ def from_torch(x: Any) -> Any:
     return x
 
 
+def from_torch_name(x: Any) -> Any:
+    """A torch device as seqlab's name for it ("cpu", "cuda") and a torch dtype as NumPy's; anything else as
+    it is."""
+    if type(x).__module__.split(".")[0] != "torch":
+        return x
+    if type(x).__name__ == "device":
+        return x.type
+    name = str(x).removeprefix("torch.")
+    try:
+        return np.dtype(name)
+    except TypeError:
+        raise TypeError(f"torch's {name} has no NumPy dtype; seqlab computes in float32 or float64") from None
+
+
 def broadcasts_to(shape: tuple, target: tuple) -> bool:
     """Whether an array of `shape` broadcasts to `target` itself (not to a larger shape)."""
     try:

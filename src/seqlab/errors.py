@@ -22,5 +22,10 @@ class CheckpointError(SeqlabError, ValueError):
     """A model folder or training checkpoint is missing, truncated or does not match."""
 
 
+class StateDictError(CheckpointError, RuntimeError):
+    """A state dict that does not fit a module (missing or unexpected names, shapes): a CheckpointError,
+    and a RuntimeError as torch's `load_state_dict` raises, so `except RuntimeError` catches it too."""
+
+
 class ConfigError(SeqlabError, ValueError):
     """A configuration value is invalid or two options conflict."""

@@ -43,6 +43,12 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     return A.GELU.apply(_t(x), approximate=approximate)
 
 
+def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """x where x > 0, else negative_slope · x (as torch, the gradient at 0 is negative_slope)."""
+    x = _t(x)
+    return where(x.data > 0, x, x * negative_slope)
+
+
 def silu(x: Tensor) -> Tensor:
     return A.SiLU.apply(_t(x))
 

@@ -25,7 +25,7 @@ def is_grad_enabled() -> bool:
     return getattr(_state, "enabled", True)
 
 
-def set_grad_enabled(mode: bool) -> None:
+def _set_enabled(mode: bool) -> None:
     _state.enabled = bool(mode)
 
 
@@ -34,27 +34,78 @@ class no_grad:
 
     def __enter__(self):
         self._prev = is_grad_enabled()
-        set_grad_enabled(False)
+        _set_enabled(False)
         return self
 
     def __exit__(self, *exc):
-        set_grad_enabled(self._prev)
+        _set_enabled(self._prev)
         return False
 
     def __call__(self, fn):
+        kind = type(self)  # enable_grad as a decorator too
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with no_grad():
+            with kind():
                 return fn(*args, **kwargs)
 
         return wrapper
 
 
 class enable_grad(no_grad):
+    """Records the graph again inside a `no_grad` block, as `torch.enable_grad`."""
+
     def __enter__(self):
         self._prev = is_grad_enabled()
-        set_grad_enabled(True)
+        _set_enabled(True)
         return self
+
+
+class set_grad_enabled(no_grad):
+    """As `torch.set_grad_enabled(mode)`: switches recording on or off at once, and used in a ``with``
+    (``with set_grad_enabled(phase == "train"):``) or as a decorator puts the previous mode back after."""
+
+    def __init__(self, mode: bool) -> None:
+        self._prev, self.mode = is_grad_enabled(), bool(mode)
+        _set_enabled(self.mode)
+
+    def __enter__(self):
+        return self
+
+    def __call__(self, fn):
+        mode = self.mode
+        _set_enabled(self._prev)  # as a decorator it changes nothing until the function runs
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with set_grad_enabled(mode):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class inference_mode(no_grad):
+    """`torch.inference_mode(mode=True)`: here the same as `no_grad` (no graph is recorded), or nothing with
+    mode=False; a context manager and a decorator."""
+
+    def __init__(self, mode: bool = True) -> None:
+        self.mode = bool(mode)
+
+    def __enter__(self):
+        self._prev = is_grad_enabled()
+        if self.mode:
+            _set_enabled(False)
+        return self
+
+    def __call__(self, fn):
+        mode = self.mode
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with inference_mode(mode):
+                return fn(*args, **kwargs)
+
+        return wrapper
 
 
 class Function:

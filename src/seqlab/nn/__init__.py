@@ -1,9 +1,9 @@
 """Layers with torch.nn's names, arguments and parameter names."""
 from seqlab.nn import init
-from seqlab.nn.activation import GELU, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from seqlab.nn.activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from seqlab.nn.container import ModuleDict, ModuleList, Sequential
 from seqlab.nn.dropout import Dropout
-from seqlab.nn.linear import Identity, Linear
+from seqlab.nn.linear import Flatten, Identity, Linear
 from seqlab.nn.loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from seqlab.nn.module import Module, Parameter
 from seqlab.nn.norm import LayerNorm, RMSNorm
@@ -16,5 +16,8 @@ __all__ = [
     "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "AdditiveAttention", "LuongAttention",
     "init", "Module", "Parameter", "Linear", "Identity", "Embedding", "LayerNorm", "RMSNorm", "Dropout",
     "Sequential", "ModuleList", "ModuleDict", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax",
-    "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
+    "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss", "LeakyReLU", "LogSoftmax", "Flatten",
+    "functional", "utils",
 ]
+
+from seqlab.nn import functional, utils  # noqa: E402  (nn.functional and nn.utils without importing them)

@@ -41,6 +41,47 @@ class Sequential(Module):
         self.add_module(str(len(self._modules)), module)
         return self
 
+    def extend(self, modules: Iterable[Module]) -> "Sequential":
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index: int, module: Module) -> "Sequential":
+        _insert(self, index, module)
+        return self
+
+    def __setitem__(self, i: int, module: Module) -> None:
+        self.add_module(list(self._modules)[i], module)
+
+    def __delitem__(self, i) -> None:
+        _delete(self, i)
+
+    def pop(self, i: int) -> Module:
+        m = self[i]
+        del self[i]
+        return m
+
+
+def _insert(container: Module, index: int, module: Module) -> None:
+    """`module` at `index` of a numbered container (negative counts from the end, as list.insert), renumbered."""
+    items = list(container._modules.values())
+    items.insert(index, module)
+    _renumber(container, items)
+
+
+def _delete(container: Module, i) -> None:
+    """Remove item(s) `i` (an index or a slice) from a numbered container; the rest renumbered '0', '1', ...
+    as torch does, so the names stay those of a fresh container (and of its state dict)."""
+    items = list(container._modules.values())
+    del items[i]
+    _renumber(container, items)
+
+
+def _renumber(container: Module, items: list) -> None:
+    container._modules.clear()
+    for k, m in enumerate(items):
+        container.add_module(str(k), m)
+
 
 class ModuleList(Module):
     def __init__(self, modules: Iterable[Module] = ()):
@@ -66,11 +107,15 @@ class ModuleList(Module):
         self.add_module(keys[i], module)
 
     def insert(self, index: int, module: Module) -> None:
-        items = list(self._modules.values())
-        items.insert(index, module)
-        self._modules.clear()
-        for m in items:
-            self.append(m)
+        _insert(self, index, module)
+
+    def __delitem__(self, i) -> None:
+        _delete(self, i)
+
+    def pop(self, i: int) -> Module:
+        m = self[i]
+        del self[i]
+        return m
 
     def __iadd__(self, modules: Iterable[Module]) -> "ModuleList":
         return self.extend(modules)
@@ -83,10 +128,10 @@ class ModuleList(Module):
 
 
 class ModuleDict(Module):
-    def __init__(self, modules: dict | None = None):
+    def __init__(self, modules: dict | Iterable | None = None):
         super().__init__()
-        for k, m in (modules or {}).items():
-            self.add_module(k, m)
+        if modules is not None:
+            self.update(modules)
 
     def __getitem__(self, key: str) -> Module:
         return self._modules[key]
@@ -112,9 +157,13 @@ class ModuleDict(Module):
     def values(self):
         return self._modules.values()
 
-    def update(self, modules: dict) -> None:
-        for k, m in modules.items():
+    def update(self, modules: dict | Iterable) -> None:
+        """From a mapping or from (name, module) pairs, as torch."""
+        for k, m in (modules.items() if hasattr(modules, "items") else modules):
             self.add_module(k, m)
+
+    def clear(self) -> None:
+        self._modules.clear()
 
     def pop(self, key: str) -> Module:
         return self._modules.pop(key)

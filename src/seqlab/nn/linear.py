@@ -70,3 +70,17 @@ class Identity(Module):
 
     def forward(self, x):
         return x
+
+
+class Flatten(Module):
+    """Dims start_dim .. end_dim as one (torch's defaults: all but the batch dim)."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x):
+        return x.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"

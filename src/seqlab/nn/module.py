@@ -9,7 +9,7 @@ import numpy as np
 from seqlab import backend
 from seqlab.autograd import memory as _memory
 from seqlab.autograd.tensor import Tensor
-from seqlab.errors import CheckpointError
+from seqlab.errors import StateDictError
 
 
 class Parameter(Tensor):
@@ -234,7 +234,7 @@ class Module:
         if strict and unexpected:
             problems.append("unexpected keys: " + ", ".join(unexpected))
         if problems:
-            raise CheckpointError(f"error loading state_dict into {type(self).__name__}: " + " | ".join(problems))
+            raise StateDictError(f"error loading state_dict into {type(self).__name__}: " + " | ".join(problems))
         for k, arr in arrays.items():
             t = own[k]
             src = backend.to_device(np.asarray(arr) if backend.xp_of(arr) is np else arr, t.device)
@@ -270,9 +270,13 @@ class Module:
         return self
 
     def to(self, device: str | None = None, dtype=None) -> "Module":
-        """Move every parameter and buffer to `device` and/or cast floats to `dtype`, in place."""
+        """Move every parameter and buffer to `device` and/or cast floats to `dtype`, in place. torch's
+        devices and dtypes are read as their names (``torch.device("cpu")``, ``torch.float64``)."""
+        device, dtype = (backend.from_torch_name(v) for v in (device, dtype))
         if device is not None and not isinstance(device, str):
             device, dtype = None, device
+        if dtype is not None and np.dtype(dtype).kind != "f":
+            raise TypeError(f"Module.to takes floating-point dtypes only (as torch), got {np.dtype(dtype)}")
         for t in list(self.parameters()) + list(self.buffers()):
             arr = t.data
             if device is not None:

@@ -1,0 +1,99 @@
+"""What a torch tutorial writes with torch.nn, run on seqlab.nn and compared with torch: containers edited in
+place, Module.to with torch's devices and dtypes, load_state_dict's error type, nn.utils, and a few layers."""
+import numpy as np
+import pytest
+import torch
+from helpers import check_op
+
+import seqlab
+import seqlab.functional as F
+from seqlab import nn
+
+
+def _pair(n=4):
+    ours = [nn.Linear(2, 2) for _ in range(n)]
+    theirs = [torch.nn.Linear(2, 2) for _ in range(n)]
+    return ours, theirs
+
+
+def _names(module) -> list:
+    return list(module.state_dict())
+
+
+@pytest.mark.parametrize("kind", ["Sequential", "ModuleList"])
+def test_numbered_containers_edit_in_place_and_renumber_as_torch(kind):
+    (a, b, c, d), (ta, tb, tc, td) = _pair()
+    ours = getattr(nn, kind)([a, b, c]) if kind == "ModuleList" else nn.Sequential(a, b, c)
+    theirs = getattr(torch.nn, kind)([ta, tb, tc]) if kind == "ModuleList" else torch.nn.Sequential(ta, tb, tc)
+    for edit in (lambda m, x: m.insert(1, x), lambda m, x: m.__delitem__(0), lambda m, x: m.pop(1),
+                 lambda m, x: m.extend([x]), lambda m, x: m.__delitem__(slice(0, 1))):
+        edit(ours, d)
+        edit(theirs, td)
+        assert _names(ours) == _names(theirs) and len(ours) == len(theirs)
+    if kind == "Sequential":
+        ours[0] = a
+        theirs[0] = ta
+        assert ours[0] is a and _names(ours) == _names(theirs)
+
+
+def test_module_dict_takes_pairs_and_clears():
+    (a, b), (ta, tb) = _pair(2)
+    ours, theirs = nn.ModuleDict([("x", a), ("y", b)]), torch.nn.ModuleDict([("x", ta), ("y", tb)])
+    assert _names(ours) == _names(theirs)
+    ours.update([("z", nn.Linear(2, 2))])
+    theirs.update([("z", torch.nn.Linear(2, 2))])
+    assert _names(ours) == _names(theirs)
+    ours.clear()
+    theirs.clear()
+    assert len(ours) == len(theirs) == 0
+
+
+def test_module_to_takes_torchs_devices_and_dtypes():
+    m = nn.Linear(3, 2)
+    assert m.to(torch.device("cpu")) is m and m.weight.dtype == np.float32
+    m.to(torch.float64)
+    assert m.weight.dtype == np.float64 and m.to(torch.device("cpu"), torch.float32).weight.dtype == np.float32
+    with pytest.raises(TypeError, match="floating-point dtypes only"):
+        m.to(torch.long)
+
+
+def test_a_state_dict_that_does_not_fit_is_a_runtime_error_as_in_torch():
+    with pytest.raises(RuntimeError, match="error loading state_dict into Linear"):
+        nn.Linear(3, 2).load_state_dict({"weight": np.zeros((2, 3), np.float32)})
+    with pytest.raises(RuntimeError):
+        torch.nn.Linear(3, 2).load_state_dict({"weight": torch.zeros(2, 3)})
+
+
+def test_nn_utils_and_nn_functional_without_importing_them():
+    import seqlab.nn as fresh
+
+    assert fresh.functional is F and fresh.utils.clip_grad_norm_ is seqlab.optim.clip_grad_norm_
+    assert fresh.utils.clip_grad_value_ is seqlab.optim.clip_grad_value_
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_pad_sequence_equals_torchs_with_gradients(batch_first, side):
+    from seqlab.nn.utils.rnn import pad_sequence
+
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((n, 3)) for n in (4, 1, 3)]
+    ours = [seqlab.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    a = pad_sequence(ours, batch_first=batch_first, padding_value=-1.0, padding_side=side)
+    b = torch.nn.utils.rnn.pad_sequence(theirs, batch_first=batch_first, padding_value=-1.0, padding_side=side)
+    np.testing.assert_array_equal(a.numpy(), b.detach().numpy())
+    w = rng.standard_normal(tuple(b.shape))
+    (a * seqlab.tensor(w)).sum().backward()
+    (b * torch.tensor(w)).sum().backward()
+    for s, t in zip(ours, theirs):
+        np.testing.assert_allclose(s.grad, t.grad.numpy())
+
+
+def test_leaky_relu_log_softmax_and_flatten_equal_torch():
+    check_op(lambda x: F.leaky_relu(x, 0.2), lambda x: torch.nn.functional.leaky_relu(x, 0.2), [(3, 4)])
+    check_op(lambda x: nn.LeakyReLU()(x), lambda x: torch.nn.LeakyReLU()(x), [(5,)])
+    check_op(lambda x: nn.LogSoftmax(dim=1)(x), lambda x: torch.nn.LogSoftmax(dim=1)(x), [(2, 3, 4)])
+    check_op(lambda x: nn.Flatten()(x), lambda x: torch.nn.Flatten()(x), [(2, 3, 4)])
+    check_op(lambda x: nn.Flatten(0, 1)(x), lambda x: torch.nn.Flatten(0, 1)(x), [(2, 3, 4)])
+    assert repr(nn.LeakyReLU(0.2)) == "LeakyReLU(negative_slope=0.2)"
