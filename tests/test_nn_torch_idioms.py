@@ -97,3 +97,16 @@ def test_leaky_relu_log_softmax_and_flatten_equal_torch():
     check_op(lambda x: nn.Flatten()(x), lambda x: torch.nn.Flatten()(x), [(2, 3, 4)])
     check_op(lambda x: nn.Flatten(0, 1)(x), lambda x: torch.nn.Flatten(0, 1)(x), [(2, 3, 4)])
     assert repr(nn.LeakyReLU(0.2)) == "LeakyReLU(negative_slope=0.2)"
+
+
+def test_layers_take_torchs_device_keyword():
+    """device= as torch's layers take it ("cpu", a torch device); an unknown one is an error, not ignored."""
+    for make in (lambda **kw: nn.Linear(3, 2, **kw), lambda **kw: nn.Embedding(5, 2, **kw),
+                 lambda **kw: nn.LayerNorm(4, **kw), lambda **kw: nn.LSTM(3, 4, **kw),
+                 lambda **kw: nn.GRUCell(3, 4, **kw), lambda **kw: nn.MultiheadAttention(4, 2, **kw),
+                 lambda **kw: nn.TransformerEncoderLayer(4, 2, 8, **kw)):
+        for device in ("cpu", torch.device("cpu")):
+            m = make(device=device)
+            assert all(p.device == "cpu" for p in m.parameters())
+        with pytest.raises(ValueError, match="unknown device 'tpu'"):
+            make(device="tpu")

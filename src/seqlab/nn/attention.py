@@ -22,7 +22,7 @@ from seqlab import functional as F
 from seqlab.autograd.tensor import Tensor
 from seqlab.nn import init
 from seqlab.nn.linear import Linear
-from seqlab.nn.module import Module, Parameter
+from seqlab.nn.module import Module, Parameter, takes_device
 
 
 def as_mask_array(mask, xp):
@@ -95,6 +95,7 @@ def _pad_key_axis(mask, xp):
     return xp.concatenate([m, pad], axis=-1)
 
 
+@takes_device
 class MultiheadAttention(Module):
     """Multi-head attention with torch's constructor, parameters and forward; batch-first.
 

@@ -9,9 +9,10 @@ from seqlab import functional as F
 from seqlab import creation
 from seqlab.autograd.tensor import Tensor
 from seqlab.nn import init
-from seqlab.nn.module import Module, Parameter
+from seqlab.nn.module import Module, Parameter, takes_device
 
 
+@takes_device
 class Linear(Module):
     """y = x Wᵀ + b; `weight` (out_features, in_features), `bias` (out_features,), as torch.
 

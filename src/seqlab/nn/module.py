@@ -1,6 +1,8 @@
 """`Module` and `Parameter`, as torch.nn: dotted parameter names are the checkpoint contract."""
 from __future__ import annotations
 
+import functools
+
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator
 
@@ -28,6 +30,21 @@ IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_k
 
 
 _EMPTY: dict = {}  # a store a module not yet initialised lacks
+
+def takes_device(cls):
+    """Class decorator: the layer takes torch's ``device=`` keyword ("cpu", "cuda" or a torch device) and is
+    moved there once built (its parameters are made on the host, then copied)."""
+    init = cls.__init__
+
+    @functools.wraps(init)
+    def __init__(self, *args, device=None, **kwargs):
+        init(self, *args, **kwargs)
+        if device is not None:
+            self.to(backend.from_torch_name(device))
+
+    cls.__init__ = __init__
+    return cls
+
 
 class Module:
     """Base class of every layer and model.

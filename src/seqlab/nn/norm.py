@@ -5,9 +5,10 @@ import numpy as np
 
 from seqlab import creation
 from seqlab import functional as F
-from seqlab.nn.module import Module, Parameter
+from seqlab.nn.module import Module, Parameter, takes_device
 
 
+@takes_device
 class LayerNorm(Module):
     """(x − mean) / √(var + eps) · weight + bias over the trailing `normalized_shape`, as torch.
 
@@ -38,6 +39,7 @@ class LayerNorm(Module):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
 
 
+@takes_device
 class RMSNorm(Module):
     """x / √(mean(x²) + eps) · weight (T5's layer norm: no centring, no bias).
 

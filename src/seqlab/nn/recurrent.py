@@ -27,7 +27,7 @@ from seqlab import functional as F
 from seqlab.autograd.tensor import Tensor
 from seqlab.backend import to_numpy, xp_of
 from seqlab.nn import init
-from seqlab.nn.module import Module, Parameter
+from seqlab.nn.module import Module, Parameter, takes_device
 from seqlab.nn.rnn_kernels import GATES, RecurrentScan
 
 
@@ -105,6 +105,7 @@ class _CellBase(Module):
         return f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
 
 
+@takes_device
 class RNNCell(_CellBase):
     """h' = tanh(W_ih x + b_ih + W_hh h + b_hh) (or relu). x (B, I), h (B, H) -> h' (B, H)."""
 
@@ -123,6 +124,7 @@ class RNNCell(_CellBase):
         return out.squeeze(0) if unbatched else out
 
 
+@takes_device
 class LSTMCell(_CellBase):
     """(h', c') from x (B, I) and (h, c) (B, H) each; gates i, f, g, o stacked in `weight_ih` (4H, I)."""
 
@@ -136,6 +138,7 @@ class LSTMCell(_CellBase):
         return (h.squeeze(0), c.squeeze(0)) if unbatched else (h, c)
 
 
+@takes_device
 class GRUCell(_CellBase):
     """h' from x (B, I) and h (B, H); gates r, z, n stacked in `weight_ih` (3H, I)."""
 
@@ -292,6 +295,7 @@ def _as_tensor(a) -> Tensor:
     return a if isinstance(a, Tensor) else Tensor(a)
 
 
+@takes_device
 class RNN(_RNNBase):
     """Elman RNN, h_t = tanh(W_ih x_t + b_ih + W_hh h_{t−1} + b_hh) (or relu), stacked and/or bidirectional.
 
@@ -315,6 +319,7 @@ class RNN(_RNNBase):
         return out, h_n
 
 
+@takes_device
 class LSTM(_RNNBase):
     """LSTM (Hochreiter & Schmidhuber 1997), torch's gate order i, f, g, o.
 
@@ -339,6 +344,7 @@ class LSTM(_RNNBase):
         return out, (h_n, c_n)
 
 
+@takes_device
 class GRU(_RNNBase):
     """GRU (Cho et al. 2014), torch's gate order r, z, n with n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)).
 

@@ -6,9 +6,10 @@ import numpy as np
 from seqlab import backend, creation
 from seqlab import functional as F
 from seqlab.nn import init
-from seqlab.nn.module import Module, Parameter
+from seqlab.nn.module import Module, Parameter, takes_device
 
 
+@takes_device
 class Embedding(Module):
     """ids (...) -> vectors (..., embedding_dim); `weight` (num_embeddings, embedding_dim) ~ N(0, 1)."""
 

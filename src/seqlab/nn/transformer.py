@@ -37,7 +37,7 @@ from seqlab.nn.positional import (ALiBi, LearnedPositionalEmbedding, PositionalE
 from seqlab.nn.container import ModuleList
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.linear import Linear, feed_forward_in
-from seqlab.nn.module import Module
+from seqlab.nn.module import Module, takes_device
 from seqlab.nn.norm import LayerNorm
 
 
@@ -84,6 +84,7 @@ PUBLIC = ("MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderLa
           "memory_efficient_attention", "sliding_window_attention")
 
 
+@takes_device
 class TransformerEncoderLayer(Module):
     """Self-attention + feed-forward, each with a residual connection and a LayerNorm.
 
@@ -136,6 +137,7 @@ class TransformerEncoderLayer(Module):
         return self.dropout2(x)
 
 
+@takes_device
 class TransformerDecoderLayer(Module):
     """Masked self-attention, cross-attention over `memory`, feed-forward; each with residual + LayerNorm.
 
@@ -267,6 +269,7 @@ class TransformerDecoder(Module):
         return (x, self_w, cross_w) if output_attentions else x
 
 
+@takes_device
 class Transformer(Module):
     """The full encoder-decoder of "Attention Is All You Need", as torch.nn.Transformer.
 
