@@ -390,3 +390,40 @@ def test_clip_grad_norm_scales_by_a_non_finite_norm_like_torch(norm_type, bad, m
     for sp, tp, a in zip(s, t, g):
         np.testing.assert_array_equal(sp.grad, a)
         np.testing.assert_array_equal(tp.grad.numpy(), a)
+
+
+def test_torch_idioms_state_by_parameter_step_closure_and_clip_norm_item():
+    """opt.state[p] (keyed by the parameter, as torch's users read it), step(closure) returning the loss and
+    running it with gradients on, and clip_grad_norm_(...).item() / norm_type='inf' as in torch."""
+    s, t = _models()
+    s_opt, t_opt = optim.SGD(s.parameters(), lr=0.1, momentum=0.9), torch.optim.SGD(t.parameters(), lr=0.1,
+                                                                                     momentum=0.9)
+    x, y = _batches(1)[0]
+
+    def s_closure():
+        s_opt.zero_grad()
+        loss = F.mse_loss(s(seqlab.tensor(x)), y)
+        loss.backward()
+        return loss
+
+    def t_closure():
+        t_opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(t(torch.from_numpy(x)), torch.from_numpy(y))
+        loss.backward()
+        return loss
+
+    with seqlab.no_grad(), torch.no_grad():                                # the closure turns gradients on
+        a, b = s_opt.step(s_closure), t_opt.step(t_closure)
+    assert abs(a.item() - b.item()) < 1e-12
+    _assert_same_params(s, t)
+    p, tp = s[0].weight, t[0].weight
+    np.testing.assert_allclose(s_opt.state[p]["momentum_buffer"], t_opt.state[tp]["momentum_buffer"].numpy())
+    assert p in s_opt.state and s_opt.state.get(p) is s_opt.state[id(p)]
+    s_opt.zero_grad()
+    F.mse_loss(s(seqlab.tensor(x)), y).backward()
+    t_opt.zero_grad()
+    torch.nn.functional.mse_loss(t(torch.from_numpy(x)), torch.from_numpy(y)).backward()
+    for kind in (2.0, "inf"):
+        ours = optim.clip_grad_norm_(s.parameters(), 1e6, norm_type=kind)
+        theirs = torch.nn.utils.clip_grad_norm_(t.parameters(), 1e6, norm_type=kind)
+        assert abs(ours.item() - theirs.item()) <= 1e-9 * theirs.item() and isinstance(ours, float)

@@ -7,7 +7,7 @@ import numpy as np
 
 from seqlab import kernels
 from seqlab.backend import CACHE_BLOCK, flat_blocks, xp_of
-from seqlab.optim.optimizer import Optimizer
+from seqlab.optim.optimizer import Optimizer, run_closure
 
 
 class Adam(Optimizer):
@@ -32,7 +32,9 @@ class Adam(Optimizer):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                                       amsgrad=bool(amsgrad)))
 
-    def step(self) -> None:
+    def step(self, closure=None):
+        """One update; `closure` (torch's): recomputes the loss and its gradients first, and is returned."""
+        loss = run_closure(closure)
         for group in self.param_groups:
             # Python floats: NumPy then rounds each constant to the parameters' float32 (on NumPy 1 and 2
             # alike, and as the compiled kernel does), where a NumPy float64 would compute in float64 on NumPy 2
@@ -60,6 +62,7 @@ class Adam(Optimizer):
                     continue  # compiled: the formula below in one pass, bitwise (seqlab.kernels)
                 for pb, gb, mb, vb in _blocks(p.data, p.grad, state["exp_avg"], state["exp_avg_sq"]):
                     self._update(pb, gb, mb, vb, self._scratch(mb), *consts)
+        return loss
 
     def _update(self, p, g, m, v, tmp, lr, b1, b2, eps, wd, bc1, bc2_sqrt, vmax=None) -> None:
         """One Adam(W) step on arrays (whole parameters or blocks of them), in place; `tmp` is scratch;

@@ -16,14 +16,15 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
     (and the infinite ones NaN), so a broken step shows instead of applying unclipped gradients. With
     `error_if_nonfinite=True` a non-finite norm raises RuntimeError instead, leaving the gradients as they are.
 
-    Unlike torch, which returns a 0-d tensor, the norm is returned as a Python float (0.0 when no
-    parameter has a gradient): callers compare and log it directly.
+    Where torch returns a 0-d tensor, the norm is a Python float (0.0 when no parameter has a gradient)
+    that also answers torch's `.item()`: callers compare and log it directly. `norm_type` may be 'inf'.
     """
+    norm_type = float(norm_type)  # torch takes the string 'inf' too
     if hasattr(parameters, "grad"):  # one tensor, as torch allows
         parameters = [parameters]
     grads = [p.grad for p in parameters if p.grad is not None]
     if not grads:
-        return 0.0
+        return Norm(0.0)
     if norm_type == math.inf:
         total = max(float(xp_of(g).abs(g).max()) for g in grads)
     elif norm_type == 2.0:  # Σ g·g as one BLAS dot per gradient: no temporaries
@@ -39,7 +40,14 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
         with np.errstate(invalid="ignore"):  # inf · 0 = NaN, silently, as in torch
             for g in grads:
                 g *= coef
-    return total
+    return Norm(total)
+
+
+class Norm(float):
+    """The total norm `clip_grad_norm_` returns: a float, with torch's `.item()`."""
+
+    def item(self) -> float:
+        return float(self)
 
 
 def clip_grad_value_(parameters, clip_value: float) -> None:

@@ -12,6 +12,41 @@ from seqlab.autograd.tensor import Tensor
 NON_NEGATIVE = ("lr", "eps", "weight_decay", "momentum", "dampening")
 
 
+class ParamState(dict):
+    """Per-parameter state, keyed by id(param); indexed by the parameter itself too (``opt.state[p]``, as
+    torch's users read ``opt.state[p]["exp_avg"]``)."""
+
+    @staticmethod
+    def _key(k):
+        return id(k) if isinstance(k, Tensor) else k
+
+    def __getitem__(self, k):
+        return super().__getitem__(self._key(k))
+
+    def __setitem__(self, k, v):
+        super().__setitem__(self._key(k), v)
+
+    def __contains__(self, k):
+        return super().__contains__(self._key(k))
+
+    def get(self, k, default=None):
+        return super().get(self._key(k), default)
+
+    def setdefault(self, k, default=None):
+        return super().setdefault(self._key(k), default)
+
+
+def run_closure(closure):
+    """torch's `step(closure)`: the closure (which recomputes the loss and calls backward) runs with
+    gradients on; its loss is what step returns (None without one)."""
+    if closure is None:
+        return None
+    from seqlab.autograd.function import enable_grad
+
+    with enable_grad():
+        return closure()
+
+
 class Optimizer:
     """Holds parameter groups (dicts with 'params' and hyper-parameters) and per-parameter state."""
 
@@ -25,7 +60,7 @@ class Optimizer:
             raise ValueError("optimizer got an empty parameter list")
         groups = params if isinstance(params[0], dict) else [{"params": params}]
         self.param_groups: list[dict] = []
-        self.state: dict[int, dict] = {}  # keyed by id(param)
+        self.state: ParamState = ParamState()  # keyed by id(param); opt.state[p] works too
         for g in groups:
             self.add_param_group(g)
 
@@ -91,7 +126,7 @@ class Optimizer:
                 raise ValueError(f"optimizer state names parameter {i}; this optimizer has {len(params)}")
             p = params[int(i)]
             state[id(p)] = {k: _state_value(k, v, p, int(i)) for k, v in s.items()}
-        self.state = state  # only once every entry fits: a refused state leaves the optimizer as it was
+        self.state = ParamState(state)  # only once every entry fits: a refused state leaves the optimizer as it was
 
 
 def _state_value(key: str, v, p, index: int):

@@ -1,7 +1,7 @@
 """Stochastic gradient descent with momentum, Nesterov and weight decay (torch.optim.SGD's update)."""
 from __future__ import annotations
 
-from seqlab.optim.optimizer import Optimizer
+from seqlab.optim.optimizer import Optimizer, run_closure
 
 
 class SGD(Optimizer):
@@ -14,7 +14,9 @@ class SGD(Optimizer):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov))
 
-    def step(self) -> None:
+    def step(self, closure=None):
+        """One update; `closure` (torch's): recomputes the loss and its gradients first, and is returned."""
+        loss = run_closure(closure)
         for group in self.param_groups:
             lr, mu, damp = group["lr"], group["momentum"], group["dampening"]
             wd, nesterov = group["weight_decay"], group["nesterov"]
@@ -34,3 +36,4 @@ class SGD(Optimizer):
                         buf += (1 - damp) * g
                     g = g + mu * buf if nesterov else buf
                 p.data -= lr * g
+        return loss
