@@ -1,4 +1,5 @@
-"""Tensor constructors and multi-tensor ops: `seqlab.tensor`, `zeros`, `cat`, `stack`, `where`."""
+"""Tensor constructors and multi-tensor ops: `seqlab.tensor`, `zeros`, `cat`, `stack`, `where`; and the
+`torch.*` functions that are a Tensor method (`seqlab.exp(x)` is `x.exp()`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -33,10 +34,61 @@ def ones(*shape, dtype=None, requires_grad=False, device=None) -> Tensor:
     return Tensor(xp.ones(_shape(shape), dtype=_dtype(dtype)), requires_grad=requires_grad)
 
 
-def full(shape, value, dtype=None, requires_grad=False, device=None) -> Tensor:
+def _scalar_dtype(value) -> np.dtype:
+    """torch's dtype for a Python (or NumPy) scalar on its own: bool, int64, or the default float dtype."""
+    if isinstance(value, (bool, np.bool_)):
+        return np.dtype(bool)
+    if isinstance(value, (int, np.integer)):
+        return np.dtype(np.int64)
+    if isinstance(value, (float, np.floating)):
+        return np.dtype(backend.default_dtype())
+    raise TypeError(f"expected a number (bool, int or float), got {type(value).__name__}")
+
+
+def full(size, fill_value, dtype=None, requires_grad=False, device=None) -> Tensor:
+    """A tensor of `size` filled with `fill_value`, in `dtype` or the value's (as torch: an int gives int64,
+    a bool bool, a float the default float dtype)."""
     xp = backend.get_xp(device)
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    return Tensor(xp.full(shape, value, dtype=_dtype(dtype)), requires_grad=requires_grad)
+    size = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    dtype = np.dtype(dtype) if dtype is not None else _scalar_dtype(fill_value)
+    return Tensor(xp.full(size, fill_value, dtype=dtype), requires_grad=requires_grad)
+
+
+def _like(input, dtype, device):
+    """The array module and dtype of a tensor like `input` (its own unless given)."""
+    return backend.get_xp(device or input.device), (np.dtype(dtype) if dtype is not None else input.dtype)
+
+
+def zeros_like(input: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    xp, dt = _like(input, dtype, device)
+    return Tensor(xp.zeros(input.shape, dtype=dt), requires_grad=requires_grad)
+
+
+def ones_like(input: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    xp, dt = _like(input, dtype, device)
+    return Tensor(xp.ones(input.shape, dtype=dt), requires_grad=requires_grad)
+
+
+def full_like(input: Tensor, fill_value, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """`input`'s shape filled with `fill_value`, in input's dtype unless given (the value is cast, as torch)."""
+    xp, dt = _like(input, dtype, device)
+    return Tensor(xp.full(input.shape, fill_value, dtype=dt), requires_grad=requires_grad)
+
+
+def eye(n: int, m: int | None = None, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """The n×m identity (m = n by default), in the default float dtype unless given."""
+    xp = backend.get_xp(device)
+    return Tensor(xp.eye(n, n if m is None else m, dtype=_dtype(dtype)), requires_grad=requires_grad)
+
+
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A tensor that shares `ndarray`'s memory and dtype (as torch.from_numpy): a change to one shows in the
+    other."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    return Tensor._from_op(ndarray, None)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -61,6 +113,64 @@ def rand(*shape, dtype=None, requires_grad=False, generator=None, device=None) -
     gen = generator or _random.default_generator()
     arr = gen.random(_shape(shape)).astype(_dtype(dtype))
     return Tensor(backend.to_device(arr, device or backend.get_device()), requires_grad=requires_grad)
+
+
+def randint(*args, low=None, high=None, size=None, generator: np.random.Generator | None = None, dtype=None,
+            device=None, requires_grad: bool = False) -> Tensor:
+    """Integers uniform in [low, high) of `size`, int64 unless `dtype` says otherwise: torch's
+    `randint(high, size)` and `randint(low, high, size)`, seeded by `seqlab.manual_seed`."""
+    args = list(args)
+    if size is None and args:
+        size = args.pop()
+    if high is None and args:
+        high = args.pop()
+    if low is None:
+        low = args.pop() if args else 0
+    if args or size is None or high is None:
+        raise TypeError("randint() takes (high, size) or (low, high, size)")
+    if low >= high:
+        raise ValueError(f"randint expects low < high, got low={low} and high={high}")
+    gen = generator or _random.default_generator()
+    size = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
+    arr = gen.integers(low, high, size=size, dtype=np.int64)
+    if dtype is not None:
+        arr = arr.astype(np.dtype(dtype))
+    return Tensor(backend.to_device(arr, device or backend.get_device()), requires_grad=requires_grad)
+
+
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
+                generator: np.random.Generator | None = None) -> Tensor:
+    """Category indices (int64) drawn from each row of `input`, weights that need not sum to 1 (1-D: one
+    row; 2-D: one per row), `num_samples` per row, seeded by `seqlab.manual_seed`. With replacement,
+    inverse-CDF draws; without, the `num_samples` smallest of E_i / w_i, E_i ~ Exp(1) (Efraimidis and
+    Spirakis): successive draws in proportion to the weights left. Zero-weight categories come only
+    after every positive one (as torch)."""
+    w = backend.to_numpy(_arr(input) if hasattr(_arr(input), "dtype") else np.asarray(input))
+    if w.dtype.kind != "f":
+        raise TypeError(f"multinomial only supports floating-point dtypes for input, got {w.dtype}")
+    if w.ndim not in (1, 2) or w.shape[-1] == 0:
+        raise ValueError(f"multinomial expects a 1-D or 2-D tensor of weights with at least one category, "
+                         f"got shape {w.shape}")
+    rows = w.reshape(-1, w.shape[-1]).astype(np.float64)
+    n = rows.shape[1]
+    if not np.all(np.isfinite(rows)) or np.any(rows < 0):
+        raise ValueError("multinomial: the probability tensor contains either inf, nan or an element < 0")
+    if np.any(rows.sum(axis=1) <= 0):
+        raise ValueError("multinomial: invalid distribution (a row's weights sum to 0)")
+    if not replacement and num_samples > n:
+        raise ValueError(f"multinomial: cannot draw {num_samples} samples from {n} categories without replacement")
+    gen = generator or _random.default_generator()
+    if replacement:
+        cdf = np.cumsum(rows, axis=1)
+        cdf /= cdf[:, -1:]  # the last entry exactly 1: a draw u < 1 never falls past it
+        u = gen.random((rows.shape[0], num_samples))
+        idx = np.stack([np.searchsorted(c, r, side="right") for c, r in zip(cdf, u)])
+    else:
+        with np.errstate(divide="ignore"):
+            keys = gen.standard_exponential(rows.shape) / rows  # weight 0: inf, drawn last
+        idx = np.argsort(keys, axis=1, kind="stable")[:, :num_samples]
+    idx = idx.astype(np.int64).reshape(w.shape[:-1] + (num_samples,))
+    return Tensor(backend.to_device(idx, input.device if isinstance(input, Tensor) else "cpu"))
 
 
 def cat(tensors, dim: int = 0) -> Tensor:
@@ -93,16 +203,28 @@ def _one_dtype(tensors: list) -> list:
     return [t._cast(dtype) for t in tensors]
 
 
-def where(condition, x, y) -> Tensor:
-    """Elements of x where `condition` (bool) is True, else of y."""
+_SCALARS = (int, float, bool, np.number, np.bool_)
+
+
+def where(condition, input, other) -> Tensor:
+    """Elements of `input` where `condition` (bool) is True, else of `other`, in torch's result dtype (the
+    promotion of `Tensor._promoted`: two numbers give bool, int64 or the default float dtype; a number
+    beside a tensor takes its dtype unless of a higher kind; between tensors the higher kind wins)."""
     cond = _arr(condition)
-    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
-        return Tensor(backend.xp_of(cond).where(cond, x, y))
-    ref = x if isinstance(x, Tensor) else y
+    if not hasattr(cond, "dtype"):
+        cond = np.asarray(cond)
+    if isinstance(input, _SCALARS) and isinstance(other, _SCALARS):
+        kind = max(_KIND_RANK[_scalar_dtype(v).kind] for v in (input, other))
+        dtype = (np.dtype(bool), np.dtype(np.int64), np.dtype(backend.default_dtype()))[kind]
+        xp = backend.xp_of(cond)
+        return Tensor(xp.where(cond, xp.asarray(input, dtype=dtype), xp.asarray(other, dtype=dtype)))
+    if isinstance(input, Tensor) or not isinstance(other, Tensor):
+        a, b = (input if isinstance(input, Tensor) else Tensor(input))._promoted(other)
+    else:
+        b, a = other._promoted(input)
+    ref = a if isinstance(a, Tensor) else b
     cond = backend.to_device(cond, ref.device)  # a host condition for GPU tensors: copied there
-    xa = x if isinstance(x, Tensor) else ref._other(x)
-    ya = y if isinstance(y, Tensor) else ref._other(y)
-    return E.Where.apply(cond, xa, ya)
+    return E.Where.apply(cond, a, b)
 
 
 def maximum(a, b) -> Tensor:
@@ -111,3 +233,93 @@ def maximum(a, b) -> Tensor:
 
 def no_grad_tensor(arr) -> Tensor:
     return Tensor._from_op(arr, None)
+
+
+# ---- torch.* functions that call the Tensor method of the same name ------------------------------------------
+def _need_tensor(name: str, input) -> Tensor:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    return input
+
+
+def exp(input: Tensor) -> Tensor:
+    return _need_tensor("exp", input).exp()
+
+
+def log(input: Tensor) -> Tensor:
+    return _need_tensor("log", input).log()
+
+
+def sqrt(input: Tensor) -> Tensor:
+    return _need_tensor("sqrt", input).sqrt()
+
+
+def abs(input: Tensor) -> Tensor:  # noqa: A001 (torch's name)
+    return _need_tensor("abs", input).abs()
+
+
+def tanh(input: Tensor) -> Tensor:
+    return _need_tensor("tanh", input).tanh()
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    return _need_tensor("sigmoid", input).sigmoid()
+
+
+def relu(input: Tensor) -> Tensor:
+    return _need_tensor("relu", input).relu()
+
+
+def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """torch.softmax: `dim` is required; `dtype` casts the input first."""
+    x = _need_tensor("softmax", input)
+    return (x if dtype is None else x.astype(dtype)).softmax(dim)
+
+
+def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    x = _need_tensor("log_softmax", input)
+    return (x if dtype is None else x.astype(dtype)).log_softmax(dim)
+
+
+def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    return _need_tensor("argmax", input).argmax(dim, keepdim)
+
+
+def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    return _need_tensor("argmin", input).argmin(dim, keepdim)
+
+
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
+    return _need_tensor("topk", input).topk(k, dim, largest, sorted)
+
+
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
+    return _need_tensor("sort", input).sort(dim, descending, stable=stable)
+
+
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    return _need_tensor("argsort", input).argsort(dim, descending, stable=stable)
+
+
+def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    return _need_tensor("cumsum", input).cumsum(dim, dtype=dtype)
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    return _need_tensor("matmul", input).matmul(other)
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    return _need_tensor("mm", input).mm(mat2)
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    return _need_tensor("bmm", input).bmm(mat2)
+
+
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    return _need_tensor("tril", input).tril(diagonal)
+
+
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    return _need_tensor("triu", input).triu(diagonal)

@@ -143,6 +143,23 @@ class Tensor:
     def __hash__(self):
         return id(self)
 
+    def __format__(self, spec: str) -> str:
+        """f"{t}" is str(t); a number format (f"{loss:.4f}") formats a one-element tensor's value. (torch
+        formats only 0-d tensors so; a one-element tensor with dims is accepted here too.)"""
+        if not spec:
+            return str(self)
+        if self.data.size != 1:
+            raise TypeError(f"unsupported format string {spec!r} for a tensor of shape {self.shape}: only a "
+                            f"one-element tensor takes a number format; format t.tolist() or an element")
+        return format(self.item(), spec)
+
+    def __round__(self, ndigits: int | None = None):
+        """round() of a one-element tensor's value: a Python number, as round() of it (torch's Tensor
+        defines no __round__)."""
+        if self.data.size != 1:
+            raise TypeError(f"round() needs a tensor with one element, got shape {self.shape}")
+        return round(self.item(), ndigits)
+
     # ---- autograd ---------------------------------------------------------
     def backward(self, gradient: Any = None, retain_graph: bool = False) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's `.grad`.
@@ -171,7 +188,9 @@ class Tensor:
         return Tensor._from_op(self.data, None)
 
     def requires_grad_(self, mode: bool = True) -> "Tensor":
-        self.requires_grad = mode
+        if mode and self.data.dtype.kind not in "fc":  # as the constructor (torch: RuntimeError, same words)
+            raise TypeError(f"only floating-point tensors can require gradients, got dtype {self.data.dtype}")
+        self.requires_grad = bool(mode)
         return self
 
     # In-place changes. Under grad mode a tensor that requires grad refuses them (a leaf's would go unseen
@@ -201,6 +220,47 @@ class Tensor:
         if tuple(src.shape) != self.shape:
             raise ValueError(f"copy_: source has shape {tuple(src.shape)} but the tensor has shape {self.shape}")
         self.data[...] = src
+        _versions.bump(self.data)
+        return self
+
+    # Assignment into a tensor: `t[1] = 2.5`, `t[mask] = 0`, `t[:, 0] = other`, `t.masked_fill_(mask, v)`. The
+    # value is cast to the tensor's dtype (as torch). torch records these in the graph; seqlab does not, so
+    # while gradients are recorded it refuses a tensor that requires grad (a leaf or one in a graph) and a
+    # value that requires grad, rather than drop a gradient. A backward that saved the array raises (versions).
+    def _check_assign(self, name: str, value) -> None:
+        if is_grad_enabled() and (self.requires_grad or (isinstance(value, Tensor) and value.requires_grad)):
+            what = ("the value requires grad" if not self.requires_grad else
+                    "a leaf tensor that requires grad" if self._ctx is None else "a tensor that is part of a graph")
+            raise RuntimeError(f"{name}: {what}, and seqlab records no in-place assignment; build the result "
+                               f"out of place (seqlab.where, masked_fill, cat), or assign under seqlab.no_grad()")
+        if not getattr(getattr(self.data, "flags", None), "writeable", True):
+            raise RuntimeError(f"{name}: this tensor's array is read-only (a broadcast view, as from expand(), "
+                               f"where elements share memory, or an array marked read-only); change a clone()")
+
+    def _value_array(self, value):
+        """`value` (a Tensor, an array, a list or a number) as an array or scalar on this tensor's device."""
+        if isinstance(value, Tensor):
+            return backend.to_device(value.data, self.device)
+        if isinstance(value, (int, float, bool, np.number, np.bool_)):
+            return value
+        return backend.to_device(value if hasattr(value, "shape") else np.asarray(value), self.device)
+
+    def __setitem__(self, index, value) -> None:
+        self._check_assign("t[index] = value", value)
+        self.data[_index_arrays(index, self.device)] = self._value_array(value)
+        _versions.bump(self.data)
+
+    def masked_fill_(self, mask, value) -> "Tensor":
+        """In place: `value` where `mask` (bool, broadcastable to the tensor's shape) is True."""
+        self._check_assign("masked_fill_", value)
+        m = self._bool_mask("masked_fill_", mask)
+        if not backend.broadcasts_to(tuple(m.shape), self.shape):
+            raise ValueError(f"masked_fill_: the mask of shape {tuple(m.shape)} does not broadcast to the "
+                             f"tensor's shape {self.shape} (an in-place op keeps the tensor's shape)")
+        if isinstance(value, Tensor) and value.ndim != 0:
+            raise ValueError(f"masked_fill_ only supports a 0-dimensional value tensor, got {value.ndim} dimensions")
+        v = value.item() if isinstance(value, Tensor) else value
+        self.data[backend.xp_of(self.data).broadcast_to(m, self.shape)] = self.dtype.type(v)
         _versions.bump(self.data)
         return self
 
@@ -317,6 +377,19 @@ class Tensor:
     def contiguous(self) -> "Tensor":
         return self
 
+    # ---- new tensors like this one: its dtype and device unless given (torch's new_*) ----------------------
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> "Tensor":
+        size = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
+        xp = backend.get_xp(device or self.device)
+        arr = xp.full(size, fill_value, dtype=np.dtype(dtype) if dtype is not None else self.dtype)
+        return Tensor(arr, requires_grad=requires_grad)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad: bool = False) -> "Tensor":
+        return self.new_full(_size(size), 0, dtype=dtype, device=device, requires_grad=requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad: bool = False) -> "Tensor":
+        return self.new_full(_size(size), 1, dtype=dtype, device=device, requires_grad=requires_grad)
+
     # ---- arithmetic -------------------------------------------------------
     def _other(self, x):
         if isinstance(x, Tensor):
@@ -400,6 +473,44 @@ class Tensor:
         a, b = self._promoted(o, true_divide=True)
         return E.Div.apply(b, a)
 
+    # `//` (floor_divide) and `%` (remainder, the divisor's sign), in torch's result dtype (`_promoted`). `//` is
+    # piecewise constant: its result carries no gradient (torch's raises "not implemented" in backward); `%`
+    # has torch's gradient. An integer divisor of 0 raises, as torch.
+    def _int_div_operands(self, o, name: str, reverse: bool):
+        a, b = self._promoted(o)
+        if reverse:
+            a, b = b, a
+        da, db = _arr(a), _arr(b)
+        kinds = {np.asarray(x).dtype.kind if not hasattr(x, "dtype") else x.dtype.kind for x in (da, db)}
+        if kinds == {"b"}:
+            raise TypeError(f"{name} of two bool operands is not supported (as torch)")
+        if kinds <= {"i", "u"} and not bool((db != 0).all()):
+            raise RuntimeError(f"ZeroDivisionError: integer {name} by zero (as torch)")
+        return a, b
+
+    def _floor_divide(self, o, reverse: bool) -> "Tensor":
+        a, b = self._int_div_operands(o, "floor_divide", reverse)
+        xp = backend.xp_of(self.data)
+        with np.errstate(divide="ignore", invalid="ignore"):  # a float divisor of 0: ±inf or nan, as torch
+            return Tensor._from_op(xp.asarray(xp.floor_divide(_arr(a), _arr(b))), None)
+
+    def __floordiv__(self, o):
+        return self._floor_divide(o, reverse=False)
+
+    def __rfloordiv__(self, o):
+        return self._floor_divide(o, reverse=True)
+
+    def __mod__(self, o):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return E.Remainder.apply(*self._int_div_operands(o, "remainder", reverse=False))
+
+    def __rmod__(self, o):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return E.Remainder.apply(*self._int_div_operands(o, "remainder", reverse=True))
+
+    floor_divide = __floordiv__
+    remainder = __mod__
+
     def __neg__(self):
         return E.Neg.apply(self)
 
@@ -421,6 +532,22 @@ class Tensor:
         return Tensor(o).__matmul__(self)
 
     matmul = __matmul__
+
+    def mm(self, mat2) -> "Tensor":
+        """Matrix product of two 2-D tensors (no broadcasting, as torch.mm)."""
+        mat2 = mat2 if isinstance(mat2, Tensor) else Tensor(mat2)
+        if self.ndim != 2 or mat2.ndim != 2:
+            raise ValueError(f"mm expects two matrices, got shapes {self.shape} and {mat2.shape}; "
+                             f"matmul (@) takes other shapes")
+        return self @ mat2
+
+    def bmm(self, mat2) -> "Tensor":
+        """Batched matrix product of (b, n, k) and (b, k, m) tensors (no broadcasting, as torch.bmm)."""
+        mat2 = mat2 if isinstance(mat2, Tensor) else Tensor(mat2)
+        if self.ndim != 3 or mat2.ndim != 3 or self.shape[0] != mat2.shape[0]:
+            raise ValueError(f"bmm expects two 3-D tensors with the same batch size, got shapes {self.shape} "
+                             f"and {mat2.shape}; matmul (@) broadcasts")
+        return self @ mat2
     add = __add__
     sub = __sub__
     mul = __mul__
@@ -460,19 +587,22 @@ class Tensor:
     def relu(self):
         return A.ReLU.apply(self)
 
-    def masked_fill(self, mask, value) -> "Tensor":
-        """Fill `value` where `mask` (bool, broadcastable) is True."""
+    def _bool_mask(self, name: str, mask):
         m = _arr(mask)
         if not hasattr(m, "dtype"):
             m = np.asarray(m)
         if m.dtype != bool:
-            raise TypeError(f"masked_fill expects a bool mask, got dtype {m.dtype}")
+            raise TypeError(f"{name} expects a bool mask, got dtype {m.dtype}")
+        return backend.to_device(m, self.device)  # a host mask for a GPU tensor: copied there
+
+    def masked_fill(self, mask, value) -> "Tensor":
+        """Fill `value` where `mask` (bool, broadcastable) is True."""
+        m = self._bool_mask("masked_fill", mask)
         try:
             np.broadcast_shapes(tuple(m.shape), self.shape)
         except ValueError:
             raise ValueError(f"masked_fill: the mask of shape {tuple(m.shape)} does not broadcast with the "
                              f"tensor's shape {self.shape}") from None
-        m = backend.to_device(m, self.device)  # a host mask for a GPU tensor: copied there
         if isinstance(value, Tensor):
             if value.ndim != 0:
                 raise ValueError(f"masked_fill only supports a 0-dimensional value tensor, got {value.ndim} dimensions")
@@ -553,12 +683,21 @@ class Tensor:
     def mean(self, dim=None, keepdim: bool = False):
         return R.Mean.apply(self, dim=dim, keepdim=keepdim)
 
-    def var(self, dim=None, keepdim: bool = False, unbiased: bool = True, correction: int | None = None):
-        corr = correction if correction is not None else int(unbiased)
+    def var(self, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None):
+        """torch's signatures: `var(dim=None, unbiased=True, keepdim=False)`, `var(dim, *, correction=1,
+        keepdim=False)` (the divisor is n − correction: unbiased is 1, biased 0) and `var(unbiased)`."""
+        if isinstance(dim, (bool, np.bool_)):  # var(False): torch's `var(unbiased)`
+            if unbiased is not None:
+                raise TypeError("var(): a bool first argument is `unbiased`, and unbiased was given again")
+            dim, unbiased = None, bool(dim)
+        if unbiased is not None and correction is not None:
+            raise TypeError("var(): pass unbiased or correction, not both (as torch)")
+        corr = correction if correction is not None else 1 if unbiased is None else int(bool(unbiased))
         return R.Var.apply(self, dim=dim, keepdim=keepdim, correction=corr)
 
-    def std(self, dim=None, keepdim: bool = False, unbiased: bool = True, correction: int | None = None):
-        return self.var(dim, keepdim, unbiased, correction).sqrt()
+    def std(self, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None):
+        """The square root of `var`, with var's arguments."""
+        return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
 
     def max(self, dim=None, keepdim: bool = False):
         """Without `dim`: the max value. With `dim`: (values, indices) as torch."""
@@ -576,6 +715,49 @@ class Tensor:
     def argmin(self, dim=None, keepdim: bool = False):
         return _argminmax(self, dim, keepdim, use_min=True)
 
+    def all(self, dim=None, keepdim: bool = False) -> "Tensor":
+        """Whether every element (along `dim`: an int or a tuple) is nonzero, a bool tensor (no gradient)."""
+        return Tensor._from_op(backend.xp_of(self.data).asarray(
+            self.data.all(axis=normalize_dims(dim, self.ndim), keepdims=keepdim)), None)
+
+    def any(self, dim=None, keepdim: bool = False) -> "Tensor":
+        return Tensor._from_op(backend.xp_of(self.data).asarray(
+            self.data.any(axis=normalize_dims(dim, self.ndim), keepdims=keepdim)), None)
+
+    def cumsum(self, dim: int, *, dtype=None) -> "Tensor":
+        """Running sum along `dim`, with gradient; bool and integer tensors sum in int64 (as torch)."""
+        x = self if dtype is None else self.astype(dtype)
+        if x.ndim == 0:
+            normalize_dim(dim, 0)
+            return R.CumSum.apply(x.reshape(1), dim=0).reshape(())
+        return R.CumSum.apply(x, dim=normalize_dim(dim, x.ndim))
+
+    # ---- sorting: values through `gather`, so their gradient goes back to the places they came from --------
+    def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> "Tensor":
+        """Indices that sort along `dim`; ties keep their order (stable, whatever `stable` says)."""
+        return Tensor._from_op(_sort_indices(self, dim, descending), None)
+
+    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False):
+        """(values, indices) sorted along `dim`, as torch.sort; the values carry the gradient."""
+        idx = _sort_indices(self, dim, descending)
+        if self.ndim == 0:
+            return SortResult(self.clone(), Tensor._from_op(idx, None))
+        return SortResult(self.gather(dim, Tensor._from_op(idx, None)), Tensor._from_op(idx, None))
+
+    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
+        """(values, indices) of the `k` largest (or smallest) along `dim`, in order (also with sorted=False,
+        which lets torch return any order); the values carry the gradient."""
+        d = normalize_dim(dim, self.ndim)
+        n = self.shape[d] if self.ndim else 1
+        if not 0 <= k <= n:
+            raise ValueError(f"topk: selected index k out of range: k={k} for dim {dim} of size {n} "
+                             f"(shape {self.shape})")
+        idx = _sort_indices(self, d, largest)
+        if self.ndim == 0:
+            return SortResult(self.clone(), Tensor._from_op(idx, None))  # as torch, for k 0 or 1
+        idx = Tensor._from_op(idx[(slice(None),) * d + (slice(0, k),)], None)
+        return SortResult(self.gather(d, idx), idx)
+
     # ---- shape ------------------------------------------------------------
     def reshape(self, *shape):
         shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
@@ -583,6 +765,16 @@ class Tensor:
         return V.Reshape.apply(self, shape=shape)
 
     view = reshape
+
+    def view_as(self, other: "Tensor") -> "Tensor":
+        return self.reshape(other.shape)
+
+    def t(self) -> "Tensor":
+        """The transpose of a matrix; a tensor of fewer dims as it is (as torch)."""
+        if self.ndim > 2:
+            raise ValueError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D "
+                             f"(shape {self.shape}); use transpose(dim0, dim1) or mT")
+        return self.T
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1):
         s, e = normalize_dim(start_dim, self.ndim), normalize_dim(end_dim, self.ndim)
@@ -752,8 +944,26 @@ def _minmax(t: Tensor, dim, keepdim, use_min):
     return MinMaxResult(values, Tensor(_keep(idx, dim, keepdim)))
 
 
+def _size(size: tuple) -> tuple:
+    """A shape given as `f(2, 3)` or `f((2, 3))`."""
+    return tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
+
+
+def _sort_indices(t: Tensor, dim, descending: bool):
+    """int64 indices that sort `t` along `dim`, stably: ties keep their order, also descending (the stable
+    ascending sort of the reversed array, reversed)."""
+    xp = backend.xp_of(t.data)
+    d = normalize_dim(dim, t.ndim)
+    if t.ndim == 0:
+        return xp.zeros((), dtype=np.int64)
+    if not descending:
+        return xp.argsort(t.data, axis=d, kind="stable").astype(np.int64, copy=False)
+    idx = xp.argsort(xp.flip(t.data, axis=d), axis=d, kind="stable")
+    return ((t.shape[d] - 1) - xp.flip(idx, axis=d)).astype(np.int64, copy=False)
+
+
 class MinMaxResult(tuple):
-    """(values, indices), as torch.return_types.max."""
+    """(values, indices), as torch.return_types.max (and sort, topk)."""
 
     def __new__(cls, values, indices):
         return super().__new__(cls, (values, indices))
@@ -765,6 +975,9 @@ class MinMaxResult(tuple):
     @property
     def indices(self):
         return self[1]
+
+
+SortResult = MinMaxResult  # torch.return_types.sort and topk: the same (values, indices) pair
 
 
 def _index_arrays(index, device: str):

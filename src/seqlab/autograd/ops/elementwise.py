@@ -189,7 +189,7 @@ class Maximum(Function):
 class Where(Function):
     def forward(self, cond, a, b):
         self.save_for_backward(cond)
-        return xp_of(a).where(cond, a, b)
+        return xp_of(b if isinstance(a, np.generic) else a).where(cond, a, b)  # a may be a NumPy scalar
 
     def backward(self, grad):
         (cond,) = self.saved
@@ -208,3 +208,19 @@ class MaskedFill(Function):
     def backward(self, grad):
         (mask,) = self.saved
         return xp_of(grad).where(mask, grad.dtype.type(0), grad), None, None
+
+
+class Remainder(Function):
+    """a % b with the divisor's sign (Python's and torch's `remainder`); the gradient is torch's:
+    grad for a, −grad·floor(a / b) for b."""
+
+    def forward(self, a, b):
+        if len(self.needs_input_grad) > 1 and self.needs_input_grad[1]:
+            self.save_for_backward(a, b)
+        return xp_of(b if isinstance(a, np.generic) else a).remainder(a, b)
+
+    def backward(self, grad):
+        if not self.needs_input_grad[1]:
+            return grad, None
+        a, b = self.saved
+        return (grad if self.needs_input_grad[0] else None), -grad * xp_of(grad).floor_divide(a, b)

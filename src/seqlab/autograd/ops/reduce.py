@@ -1,6 +1,8 @@
 """Reductions. `dim` may be None (all), an int or a tuple, as in torch."""
 from __future__ import annotations
 
+import numpy as np
+
 from seqlab.autograd.function import Function
 from seqlab.backend import xp_of
 
@@ -111,3 +113,16 @@ class MaxDim(Function):
         out = xp.zeros(self.shape, dtype=grad.dtype)
         xp.put_along_axis(out, self.idx, g, axis=self.dim)
         return (out,)
+
+
+class CumSum(Function):
+    """Running sum along `dim` (as torch.cumsum: bool and integer inputs sum in int64); the gradient is the
+    running sum of the gradient taken from the far end."""
+
+    def forward(self, a, dim):
+        self.dim = dim
+        return xp_of(a).cumsum(a, axis=dim, dtype=np.int64 if a.dtype.kind in "biu" else a.dtype)
+
+    def backward(self, grad):
+        xp = xp_of(grad)
+        return (xp.flip(xp.cumsum(xp.flip(grad, self.dim), axis=self.dim), self.dim),)
