@@ -110,3 +110,53 @@ def test_layers_take_torchs_device_keyword():
             assert all(p.device == "cpu" for p in m.parameters())
         with pytest.raises(ValueError, match="unknown device 'tpu'"):
             make(device="tpu")
+
+
+def test_forward_hooks_see_and_replace_as_torchs():
+    """register_forward_hook / _pre_hook: called with torch's arguments, a returned value replaces the output
+    (or the input), handles remove them; the same activations torch's hooks collect, layer by layer."""
+    torch.manual_seed(0)
+    t_model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    s_model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    s_model.load_state_dict(t_model.state_dict())
+    x = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
+    seen_s, seen_t = {}, {}
+    handles = [m.register_forward_hook(lambda mod, args, out, n=n: seen_s.__setitem__(n, out.numpy()))
+               for n, m in s_model.named_children()]
+    for n, m in t_model.named_children():
+        m.register_forward_hook(lambda mod, args, out, n=n: seen_t.__setitem__(n, out.detach().numpy()))
+    s_model(seqlab.tensor(x))
+    t_model(torch.from_numpy(x))
+    assert list(seen_s) == list(seen_t) == ["0", "1", "2"]
+    for n in seen_s:
+        np.testing.assert_allclose(seen_s[n], seen_t[n], rtol=1e-5, atol=1e-6)
+    for h in handles:
+        h.remove()
+    seen_s.clear()
+    s_model(seqlab.tensor(x))
+    assert seen_s == {}                                                     # removed
+    with s_model[1].register_forward_hook(lambda mod, args, out: out * 0):
+        assert np.all(s_model[1](seqlab.tensor(x)).numpy() == 0)           # a returned value replaces the output
+    assert np.any(s_model[1](seqlab.tensor(x)).numpy() != 0)
+    pre = s_model[0].register_forward_pre_hook(lambda mod, args: args[0] * 0)
+    np.testing.assert_allclose(s_model[0](seqlab.tensor(x)).numpy(), np.broadcast_to(s_model[0].bias.numpy(), (5, 4)))
+    pre.remove()
+
+
+def test_get_submodule_state_dict_options_and_duplicates_as_torch():
+    torch.manual_seed(0)
+    t = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Sequential(torch.nn.Linear(2, 3)))
+    s = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.Linear(2, 3)))
+    assert type(s.get_submodule("1.0")) is nn.Linear and s.get_submodule("") is s
+    assert t.get_submodule("1.0").out_features == s.get_submodule("1.0").out_features == 3
+    with pytest.raises(AttributeError, match="no submodule '5'"):
+        s.get_submodule("1.5")
+    assert list(s.state_dict(prefix="model.")) == list(t.state_dict(prefix="model."))
+    assert all(isinstance(v, seqlab.Tensor) for v in s.state_dict(keep_vars=True).values())
+    tied = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
+    tied[1].weight = tied[0].weight
+    t_tied = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 2))
+    t_tied[1].weight = t_tied[0].weight
+    for dup in (True, False):
+        assert [n for n, _ in tied.named_parameters(remove_duplicate=dup)] == \
+            [n for n, _ in t_tied.named_parameters(remove_duplicate=dup)]

@@ -31,6 +31,25 @@ IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_k
 
 _EMPTY: dict = {}  # a store a module not yet initialised lacks
 
+class RemovableHandle:
+    """What `register_forward_hook` returns: `.remove()` takes the hook off (also as a ``with`` block)."""
+
+    _next_id = 0
+
+    def __init__(self, hooks: "OrderedDict[int, Callable]") -> None:
+        self.hooks, self.id = hooks, RemovableHandle._next_id
+        RemovableHandle._next_id += 1
+
+    def remove(self) -> None:
+        self.hooks.pop(self.id, None)
+
+    def __enter__(self) -> "RemovableHandle":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
 def takes_device(cls):
     """Class decorator: the layer takes torch's ``device=`` keyword ("cpu", "cuda" or a torch device) and is
     moved there once built (its parameters are made on the host, then copied)."""
@@ -163,12 +182,46 @@ class Module:
         for _, m in self.named_children():
             yield m
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Parameter]]:
+    def get_submodule(self, target: str) -> "Module":
+        """The submodule at a dotted path ("encoder.layers.0.self_attn"); "" is the module itself."""
+        mod: Module = self
+        for i, name in enumerate(target.split(".") if target else []):
+            child = mod._modules.get(name)
+            if child is None:
+                where = ".".join(target.split(".")[:i]) or type(self).__name__
+                raise AttributeError(f"{where} has no submodule {name!r} (looking for {target!r})")
+            mod = child
+        return mod
+
+    # ---- hooks (torch's forward hooks: to look inside a model, e.g. at each layer's output) -----------
+    def register_forward_hook(self, hook: Callable, *, prepend: bool = False) -> RemovableHandle:
+        """`hook(module, args, output)` runs after each forward; a value it returns replaces the output."""
+        return self._add_hook("_forward_hooks", hook, prepend)
+
+    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False) -> RemovableHandle:
+        """`hook(module, args)` runs before each forward; a value it returns replaces the positional args (a
+        tuple, or one value)."""
+        return self._add_hook("_forward_pre_hooks", hook, prepend)
+
+    def _add_hook(self, store: str, hook: Callable, prepend: bool) -> RemovableHandle:
+        hooks = self.__dict__.get(store)
+        if hooks is None:  # made on first use: a module without hooks pays nothing in __call__
+            hooks = OrderedDict()
+            object.__setattr__(self, store, hooks)
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """(dotted name, parameter); a tied parameter once (remove_duplicate=False: under every name)."""
         seen = set()
         mods = self.named_modules(prefix) if recurse else [(prefix, self)]
         for mname, mod in mods:
             for pname, p in mod._parameters.items():
-                if p is None or id(p) in seen:
+                if p is None or (remove_duplicate and id(p) in seen):
                     continue
                 seen.add(id(p))
                 yield (f"{mname}.{pname}" if mname else pname), p
@@ -191,13 +244,18 @@ class Module:
         return sum(p.numel() for p in self.parameters())
 
     # ---- state ---------------------------------------------------------------
-    def state_dict(self) -> "OrderedDict[str, Any]":
+    def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False) -> "OrderedDict[str, Any]":
         """Parameter and persistent buffer arrays by dotted name (the arrays themselves, not copies).
 
         Tied parameters (and modules registered twice) appear under every name
-        that owns them, as in torch.
+        that owns them, as in torch. As torch's: `prefix` goes before every
+        name, `keep_vars=True` gives the Tensors rather than their arrays, and
+        `destination` (a dict) is filled and returned.
         """
-        return OrderedDict((k, t.data) for k, t in self._state_tensors().items())
+        out = OrderedDict() if destination is None else destination
+        for k, t in self._state_tensors().items():
+            out[prefix + k] = t if keep_vars else t.data
+        return out
 
     def _all_named_modules(self, prefix: str = ""):
         """Every (name, module) pair, a shared module once per name (torch's state_dict walk)."""
@@ -314,7 +372,19 @@ class Module:
     def __call__(self, *args, **kwargs):
         if not _memory._applied:  # the first forward in the process, inference too: keep freed memory
             _memory.retain_freed_memory_once()
-        return self.forward(*args, **kwargs)
+        d = self.__dict__
+        if "_forward_hooks" not in d and "_forward_pre_hooks" not in d:
+            return self.forward(*args, **kwargs)
+        for hook in list(d.get("_forward_pre_hooks", {}).values()):
+            changed = hook(self, args)
+            if changed is not None:
+                args = changed if isinstance(changed, tuple) else (changed,)
+        out = self.forward(*args, **kwargs)
+        for hook in list(d.get("_forward_hooks", {}).values()):
+            changed = hook(self, args, out)
+            if changed is not None:
+                out = changed
+        return out
 
     def forward(self, *args, **kwargs):  # pragma: no cover - abstract
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
