@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 
 import numpy as np
@@ -12,10 +13,10 @@ from seqlab import random as _random
 from seqlab.autograd.ops import activation as A
 from seqlab.autograd.ops import fused as Fu
 from seqlab.autograd.ops import matmul as M
-from seqlab.autograd.ops.reduce import normalize_dim
-from seqlab.autograd.function import is_grad_enabled
+from seqlab.autograd.ops.reduce import normalize_dim, normalize_dims
+from seqlab.autograd.function import is_grad_enabled, no_grad
 from seqlab.autograd.tensor import Tensor, _arr
-from seqlab.creation import where  # noqa: F401  (re-exported: F.where)
+from seqlab.creation import cat as _cat, where  # noqa: F401  (re-exported: F.where)
 
 
 def _t(x) -> Tensor:
@@ -32,8 +33,10 @@ def tanh(x: Tensor) -> Tensor:
     return A.Tanh.apply(_t(x))
 
 
-def relu(x: Tensor) -> Tensor:
-    return A.ReLU.apply(_t(x))
+def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002 (torch's name)
+    """max(0, x). `inplace` is accepted for torch compatibility and ignored (a new tensor is returned, as
+    `nn.ReLU(inplace=True)` does here): use the result."""
+    return A.ReLU.apply(_t(input))
 
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
@@ -58,14 +61,32 @@ def logsigmoid(x: Tensor) -> Tensor:
     return A.LogSigmoid.apply(_t(x))
 
 
-def softmax(x: Tensor, dim: int = -1) -> Tensor:
+def _softmax_input(name: str, x, dim, dtype, stacklevel: int) -> tuple[Tensor, int]:
+    """The input cast to `dtype` first (torch's `dtype=`; a torch dtype is read as NumPy's) and `dim` checked;
+    `dim=None` is torch's deprecated implicit choice (0 for 0-, 1- and 3-d inputs, else 1) with its warning."""
     x = _t(x)
-    return Fu.Softmax.apply(x, dim=normalize_dim(dim, x.ndim))  # a dim out of range: torch's IndexError
+    if dtype is not None:
+        dtype = np.dtype(backend.from_torch_name(dtype))
+        if x.dtype != dtype:
+            x = x.astype(dtype)
+    if dim is None:
+        warnings.warn(f"Implicit dimension choice for {name} has been deprecated. "
+                      "Change the call to include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
+        dim = 0 if x.ndim in (0, 1, 3) else 1
+    return x, normalize_dim(dim, x.ndim)  # a dim out of range: torch's IndexError
 
 
-def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
-    x = _t(x)
-    return Fu.LogSoftmax.apply(x, dim=normalize_dim(dim, x.ndim))
+def softmax(input: Tensor, dim: int | None = -1, _stacklevel: int = 3, dtype=None) -> Tensor:  # noqa: A002
+    """exp(x) / Σ exp(x) along `dim` (default −1; torch's default, None, is its deprecated implicit choice,
+    which `dim=None` also makes here). `dtype` casts the input first, as torch."""
+    x, d = _softmax_input("softmax", input, dim, dtype, _stacklevel)
+    return Fu.Softmax.apply(x, dim=d)
+
+
+def log_softmax(input: Tensor, dim: int | None = -1, _stacklevel: int = 3, dtype=None) -> Tensor:  # noqa: A002
+    """log(softmax(x)) along `dim`, in one stable op; `dim` and `dtype` as `softmax`'s."""
+    x, d = _softmax_input("log_softmax", input, dim, dtype, _stacklevel)
+    return Fu.LogSoftmax.apply(x, dim=d)
 
 
 # ---- layers ------------------------------------------------------------------
@@ -504,7 +525,188 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     return out
 
 
-def one_hot(ids, num_classes: int) -> Tensor:
-    arr = _arr(ids)
+def one_hot(tensor, num_classes: int = -1) -> Tensor:
+    """Class indices of any shape (*) as int64 one-hot rows (*, num_classes), as torch's `one_hot`.
+
+    num_classes=-1 (the default) takes max + 1. Negative indices, indices >= num_classes and an empty
+    input without num_classes raise ValueError (torch: RuntimeError). Any integer dtype is taken (torch:
+    int64 only); other dtypes raise TypeError.
+    """
+    arr = _arr(backend.from_torch(tensor))
+    if not hasattr(arr, "dtype"):
+        arr = np.asarray(arr)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"one_hot is only applicable to tensors of class indices (integers), got dtype {arr.dtype}")
     xp = backend.xp_of(arr)
+    if arr.size == 0:
+        if num_classes <= 0:
+            raise ValueError("Can not infer total number of classes from empty tensor.")
+    else:
+        if int(arr.min()) < 0:
+            raise ValueError("Class values must be non-negative.")
+        if num_classes == -1:
+            num_classes = int(arr.max()) + 1
+        elif int(arr.max()) >= num_classes:
+            raise ValueError("Class values must be smaller than num_classes.")
     return Tensor(xp.eye(num_classes, dtype=np.int64)[arr])
+
+
+# ---- normalisation and similarity ----------------------------------------------
+def _lp_norm(x: Tensor, p: float, dim, keepdim: bool = True) -> Tensor:
+    """torch's `x.norm(p, dim, keepdim)` for a vector p: 2, 1, inf and any other p by `Tensor.norm`
+    (gradient 0 at the zero vector, as torch's); −inf the smallest |x|; 0 the number of non-zeros (no
+    gradient)."""
+    if p == float("-inf"):
+        return -((-x.abs()).amax(dim, keepdim))
+    if p == 0:
+        axis = tuple(normalize_dims(dim, x.ndim)) if dim is not None else None
+        return Tensor((x.data != 0).sum(axis=axis, keepdims=keepdim).astype(x.dtype))
+    if p < 0:  # a zero element: |x|^p = inf, the norm 0 (torch's value), without NumPy's warning
+        with np.errstate(divide="ignore"):
+            return x.norm(p, dim, keepdim)
+    return x.norm(p, dim, keepdim)
+
+
+def normalize(input: Tensor, p: float = 2.0, dim=1, eps: float = 1e-12,  # noqa: A002 (torch's names)
+              out: Tensor | None = None) -> Tensor:
+    """x / max(‖x‖_p, eps) over `dim` (an int or a tuple), torch's `F.normalize`.
+
+    As torch (`clamp_min`), the norm gets no gradient where it is below `eps`. With `out` the result is
+    written into that tensor outside the graph, and returned.
+    """
+    x = _t(input)
+    denom = _lp_norm(x, p, dim).clamp(min=eps)
+    if out is None:
+        return x / denom
+    with no_grad():
+        return out.copy_(x / denom)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """Σ (x1 / max(‖x1‖, eps)) · (x2 / max(‖x2‖, eps)) along `dim`, which is removed: torch's formula.
+
+    x1 and x2 broadcast to a common shape first (`dim` counts in it); as torch, each is normalised in its own
+    float dtype (an integer input in the common one) and the product is promoted. As torch (it clamps the
+    norms in place under no_grad), the clamp is invisible to autograd: the gradient flows through the norm
+    as if it were not clamped, also where the norm is below `eps`.
+    """
+    a, b = _t(x1), _t(x2)
+    floats = [t.dtype for t in (a, b) if t.dtype.kind == "f"]
+    if not floats:
+        raise TypeError(f"cosine_similarity expects a floating point common dtype, got {a.dtype} and {b.dtype}")
+    common = np.result_type(*floats)  # integer inputs are cast to it; each float input keeps its dtype (as
+    a, b = (t if t.dtype.kind == "f" else t.astype(common) for t in (a, b))  # torch) until the final product
+    shape = tuple(np.broadcast_shapes(a.shape, b.shape))
+    a, b = (t if t.shape == shape else t.expand(shape) for t in (a, b))
+    d = normalize_dim(dim, len(shape))
+
+    def clamped_norm(t: Tensor) -> Tensor:
+        n = t.norm(2, d, keepdim=True)
+        held = n.detach()
+        return (n - held) + held.clamp(min=eps)  # the value max(n, eps) exactly; the gradient n's
+
+    return ((a / clamped_norm(a)) * (b / clamped_norm(b))).sum(d)
+
+
+# ---- padding ----------------------------------------------------------------------
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) -> Tensor:  # noqa: A002
+    """torch's `F.pad`: `pad` = (left, right) of the last dim, then of the one before, ... (len(pad) // 2
+    dims); negative pads crop.
+
+    'constant' (fill `value`, default 0) pads any number of dims. 'reflect' (mirror, edge not repeated),
+    'replicate' (repeat the edge) and 'circular' (wrap around) pad the last 1, 2 or 3 dims of a 2-3, 3-4 or
+    4-5-d input, as torch. Composed of slicing, concatenation and indexing: gradients flow to the kept
+    elements (summed where an element is copied more than once).
+    """
+    x = _t(input)
+    pads = [operator.index(v) for v in pad]  # torch: TypeError for a float
+    if len(pads) % 2:
+        raise ValueError("Padding length must be divisible by 2")
+    n_dims = len(pads) // 2
+    if n_dims > x.ndim:
+        raise ValueError(f"Padding length should be less than or equal to two times the input dimension but got "
+                         f"padding length {len(pads)} and input of dimension {x.ndim}")
+    if mode not in _PAD_MODES:
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    per_dim = [(x.ndim - 1 - k, pads[2 * k], pads[2 * k + 1]) for k in range(n_dims)]  # (dim, left, right)
+    if mode == "constant":
+        return _pad_constant(x, per_dim, 0 if value is None else value)
+    if value is not None and value != 0:
+        raise ValueError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    if not (n_dims in (1, 2, 3) and x.ndim in (n_dims + 1, n_dims + 2)):
+        raise NotImplementedError(
+            f"Padding size {len(pads)} is not supported for {x.ndim}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    if any(s == 0 for s in x.shape[x.ndim - n_dims - 1:]):
+        raise ValueError(f"{mode} padding expects a {n_dims + 1}D or {n_dims + 2}D (batch mode) tensor with "
+                         f"possibly 0 batch size and other non-zero dimensions, got shape {tuple(x.shape)}")
+    out = x
+    for d, left, right in per_dim:
+        out = _pad_indexed(out, d, left, right, mode)
+    return out.clone() if out is x else out
+
+
+def _pad_constant(x: Tensor, per_dim, value) -> Tensor:
+    """Crop the negative pads (one slice), then concatenate blocks of `value` for the positive ones."""
+    crop = [slice(None)] * x.ndim
+    for d, left, right in per_dim:
+        n = x.shape[d]
+        if n + min(left, 0) + min(right, 0) < 0:
+            raise ValueError(f"the input size {n}, plus negative padding {left} and {right}, resulted in a "
+                             f"negative output size (dim {d} of an input of shape {tuple(x.shape)})")
+        if left < 0 or right < 0:
+            crop[d] = slice(max(-left, 0), n - max(-right, 0))
+    x = x[tuple(crop)] if any(s != slice(None) for s in crop) else x
+    padded = False
+    for d, left, right in per_dim:
+        if left <= 0 and right <= 0:
+            continue
+
+        def block(size: int) -> list:
+            return [x.new_full(x.shape[:d] + (size,) + x.shape[d + 1:], value)] if size > 0 else []
+
+        x, padded = _cat(block(left) + [x] + block(right), d), True
+    return x if padded else x.clone()  # a crop alone is a view: copied, as torch's result is a new tensor
+
+
+def _pad_indexed(x: Tensor, d: int, left: int, right: int, mode: str) -> Tensor:
+    """One dim of 'reflect', 'replicate' or 'circular' padding, as torch's kernels: an index array picks
+    every output element from the input (reflect and replicate index from the input itself, so a negative
+    pad shifts the window; circular crops first and wraps around what remains, as torch)."""
+    n = x.shape[d]
+    size = n + left + right
+    if mode == "reflect" and not (left < n and right < n):
+        raise ValueError(f"Padding size should be less than the corresponding input dimension, but got: "
+                         f"padding ({left}, {right}) at dimension {d} of input {list(x.shape)}")
+    if mode == "circular":
+        if left > n or right > n:
+            raise ValueError("Padding value causes wrapping around more than once.")
+        if size < 0:
+            raise ValueError("Negative padding value is resulting in an empty dimension")
+        lo, hi = max(-left, 0), n - max(-right, 0)
+        kept = hi - lo
+        if size == 0:
+            idx = np.zeros(0, dtype=np.int64)
+        elif max(left, 0) > kept or max(right, 0) > kept:
+            raise ValueError(f"circular padding ({left}, {right}) wraps around more than once after the negative "
+                             f"pad cropped dim {d} to {kept} elements")
+        else:
+            idx = lo + np.arange(-max(left, 0), kept + max(right, 0)) % kept
+    else:
+        if size <= 0:
+            raise ValueError(f"input (size {n} at dim {d}) is too small for padding ({left}, {right}): "
+                             f"calculated output size {size}")
+        i = np.arange(-left, n + right)
+        if mode == "replicate":
+            idx = np.clip(i, 0, n - 1)
+        else:  # reflect about the first and the last element
+            idx = np.where(i < 0, -i, np.where(i >= n, 2 * (n - 1) - i, i))
+    if np.array_equal(idx, np.arange(n)):
+        return x
+    return x[(slice(None),) * d + (idx,)]

@@ -1,7 +1,7 @@
 """Layers with torch.nn's names, arguments and parameter names."""
 from seqlab.nn import init
 from seqlab.nn.activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
-from seqlab.nn.container import ModuleDict, ModuleList, Sequential
+from seqlab.nn.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.linear import Flatten, Identity, Linear
 from seqlab.nn.loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
@@ -15,7 +15,8 @@ from seqlab.nn.transformer import (ALiBi, LearnedPositionalEmbedding, MultiheadA
 __all__ = [
     "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "AdditiveAttention", "LuongAttention",
     "init", "Module", "Parameter", "Linear", "Identity", "Embedding", "LayerNorm", "RMSNorm", "Dropout",
-    "Sequential", "ModuleList", "ModuleDict", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax",
+    "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "ReLU", "GELU", "Tanh",
+    "Sigmoid", "SiLU", "Softmax",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss", "LeakyReLU", "LogSoftmax", "Flatten",
     "functional", "utils",
 ]
