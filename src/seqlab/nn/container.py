@@ -14,7 +14,51 @@ from seqlab.autograd.tensor import Tensor
 from seqlab.nn.module import Module, Parameter
 
 
-class Sequential(Module):
+class _Numbered(Module):
+    """What Sequential and ModuleList share: modules named '0', '1', ..., edited in place as torch edits them
+    (after an insert or a deletion the rest are renumbered, so the names are those of a fresh container and
+    of its state dict)."""
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module: Module):
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def __setitem__(self, i: int, module: Module) -> None:
+        self.add_module(list(self._modules)[i], module)
+
+    def __delitem__(self, i) -> None:
+        items = list(self._modules.values())
+        del items[i]
+        self._renumber(items)
+
+    def pop(self, i: int) -> Module:
+        m = self[i]
+        del self[i]
+        return m
+
+    def _insert(self, index: int, module: Module) -> None:
+        items = list(self._modules.values())
+        items.insert(index, module)  # negative counts from the end, as list.insert
+        self._renumber(items)
+
+    def _renumber(self, items: list) -> None:
+        self._modules.clear()
+        for k, m in enumerate(items):
+            self.add_module(str(k), m)
+
+
+class Sequential(_Numbered):
     """Modules applied in order; `Sequential(a, b)` names them '0', '1', and
     `Sequential(OrderedDict(name=module))` keeps the given names (as torch)."""
 
@@ -38,100 +82,26 @@ class Sequential(Module):
             return Sequential(OrderedDict(items[i]))
         return items[i][1]
 
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module: Module) -> "Sequential":
-        self.add_module(str(len(self._modules)), module)
-        return self
-
-    def extend(self, modules: Iterable[Module]) -> "Sequential":
-        for m in modules:
-            self.append(m)
-        return self
-
     def insert(self, index: int, module: Module) -> "Sequential":
-        _insert(self, index, module)
+        self._insert(index, module)
         return self
 
-    def __setitem__(self, i: int, module: Module) -> None:
-        self.add_module(list(self._modules)[i], module)
 
-    def __delitem__(self, i) -> None:
-        _delete(self, i)
-
-    def pop(self, i: int) -> Module:
-        m = self[i]
-        del self[i]
-        return m
-
-
-def _insert(container: Module, index: int, module: Module) -> None:
-    """`module` at `index` of a numbered container (negative counts from the end, as list.insert), renumbered."""
-    items = list(container._modules.values())
-    items.insert(index, module)
-    _renumber(container, items)
-
-
-def _delete(container: Module, i) -> None:
-    """Remove item(s) `i` (an index or a slice) from a numbered container; the rest renumbered '0', '1', ...
-    as torch does, so the names stay those of a fresh container (and of its state dict)."""
-    items = list(container._modules.values())
-    del items[i]
-    _renumber(container, items)
-
-
-def _renumber(container: Module, items: list) -> None:
-    container._modules.clear()
-    for k, m in enumerate(items):
-        container.add_module(str(k), m)
-
-
-class ModuleList(Module):
+class ModuleList(_Numbered):
     def __init__(self, modules: Iterable[Module] = ()):
         super().__init__()
         for m in modules:
             self.append(m)
 
-    def append(self, module: Module) -> "ModuleList":
-        self.add_module(str(len(self._modules)), module)
-        return self
-
-    def extend(self, modules: Iterable[Module]) -> "ModuleList":
-        for m in modules:
-            self.append(m)
-        return self
-
     def __getitem__(self, i):
         items = list(self._modules.values())
         return ModuleList(items[i]) if isinstance(i, slice) else items[i]
 
-    def __setitem__(self, i: int, module: Module) -> None:
-        keys = list(self._modules)
-        self.add_module(keys[i], module)
-
     def insert(self, index: int, module: Module) -> None:
-        _insert(self, index, module)
-
-    def __delitem__(self, i) -> None:
-        _delete(self, i)
-
-    def pop(self, i: int) -> Module:
-        m = self[i]
-        del self[i]
-        return m
+        self._insert(index, module)
 
     def __iadd__(self, modules: Iterable[Module]) -> "ModuleList":
         return self.extend(modules)
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
 
 
 class ModuleDict(Module):
