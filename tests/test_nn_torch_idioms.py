@@ -160,3 +160,30 @@ def test_get_submodule_state_dict_options_and_duplicates_as_torch():
     for dup in (True, False):
         assert [n for n, _ in tied.named_parameters(remove_duplicate=dup)] == \
             [n for n, _ in t_tied.named_parameters(remove_duplicate=dup)]
+
+
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+def test_recurrent_layers_take_one_unbatched_sequence_as_torch(kind):
+    """x (T, I) with states (L·D, H): outputs (T, D·H) and states (L·D, H), equal to torch's, gradients too."""
+    torch.manual_seed(0)
+    theirs = getattr(torch.nn, kind)(3, 4, num_layers=2, bidirectional=True)
+    ours = getattr(nn, kind)(3, 4, num_layers=2, bidirectional=True)
+    ours.load_state_dict(theirs.state_dict())
+    rng = np.random.default_rng(0)
+    x, h = rng.standard_normal((5, 3)), rng.standard_normal((4, 4))
+    xs, xt = seqlab.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    ours.double()
+    theirs.double()
+    state_s = (seqlab.tensor(h), seqlab.tensor(h)) if kind == "LSTM" else seqlab.tensor(h)
+    state_t = (torch.tensor(h), torch.tensor(h)) if kind == "LSTM" else torch.tensor(h)
+    out_s, hn_s = ours(xs, state_s)
+    out_t, hn_t = theirs(xt, state_t)
+    assert tuple(out_s.shape) == tuple(out_t.shape) == (5, 8)
+    np.testing.assert_allclose(out_s.numpy(), out_t.detach().numpy(), rtol=1e-10, atol=1e-12)
+    first_s, first_t = (hn_s[0], hn_t[0]) if kind == "LSTM" else (hn_s, hn_t)
+    np.testing.assert_allclose(first_s.numpy(), first_t.detach().numpy(), rtol=1e-10, atol=1e-12)
+    out_s.sum().backward()
+    out_t.sum().backward()
+    np.testing.assert_allclose(xs.grad, xt.grad.numpy(), rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match="lengths is for a batch"):
+        ours(xs, lengths=[5])

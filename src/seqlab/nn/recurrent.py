@@ -218,7 +218,21 @@ class _RNNBase(Module):
         return h
 
     def _run(self, x: Tensor, h0, c0, lengths):
-        """The layer loop shared by the three subclasses; returns (output, h_n, c_n or None)."""
+        """The layer loop shared by the three subclasses; returns (output, h_n, c_n or None).
+
+        An unbatched sequence (T, I) with states (L·D, H), as torch takes them, runs as a batch of one and
+        comes back without the batch dim."""
+        if isinstance(x, Tensor) and x.ndim == 2 and x.shape[-1] == self.input_size:
+            if lengths is not None:
+                raise ValueError(f"{type(self).__name__}: lengths is for a batch (B, T, I); x is one sequence "
+                                 f"{x.shape}")
+            for name, h in (("h0", h0), ("c0", c0)):
+                if isinstance(h, Tensor) and h.ndim != 2:
+                    raise ValueError(f"{type(self).__name__}: for an unbatched x {x.shape}, {name} must be "
+                                     f"(num_layers * num_directions, hidden_size), got {h.shape}")
+            one = [None if h is None else _as_tensor(h).unsqueeze(1) for h in (h0, c0)]
+            out, h_n, c_n = self._run(x.unsqueeze(0), one[0], one[1], None)
+            return out[0], h_n[:, 0], (None if c_n is None else c_n[:, 0])
         if x.ndim != 3 or x.shape[-1] != self.input_size:
             raise ValueError(f"{type(self).__name__} expects x of shape (B, T, {self.input_size}) "
                              f"(batch first), got {x.shape}")
