@@ -241,3 +241,39 @@ def test_inputs_embeds_and_position_ids_as_transformers(T, torch, tmp_path, fami
             ours(**bad)
     with pytest.raises(ValueError, match="position 40 is outside the model's 32 positions"):
         ours(ids, position_ids=np.full((2, 6), 40))
+
+
+@pytest.mark.parametrize("head", ["GPT2LMHeadModel", "BertForMaskedLM", "T5ForConditionalGeneration"])
+@pytest.mark.parametrize("delta", [3, -2])
+def test_resize_token_embeddings_as_transformers(T, torch, tmp_path, head, delta):
+    """Grown or cut to vocab + delta rows: the same shapes and kept rows as transformers', the tie kept (GPT-2,
+    BERT) or both matrices resized (T5 v1.1, untied), BERT's decoder bias resized, config.vocab_size updated,
+    and the model runs on the new ids."""
+    torch.manual_seed(0)
+    if head.startswith("GPT2"):
+        hf = T.GPT2LMHeadModel(T.GPT2Config(**GPT_CFG))
+    elif head.startswith("Bert"):
+        hf = T.BertForMaskedLM(T.BertConfig(**BERT_CFG))
+    else:
+        hf = T.T5ForConditionalGeneration(T.T5Config(vocab_size=40, d_model=16, d_kv=8, d_ff=24, num_layers=1,
+                                                     num_heads=2, decoder_start_token_id=0, pad_token_id=0,
+                                                     tie_word_embeddings=False))
+    ours = AutoModel.from_pretrained(hf_save(hf, tmp_path))
+    old = ours.get_input_embeddings().weight.numpy().copy()
+    n = hf.config.vocab_size + delta
+    hf.resize_token_embeddings(n)
+    emb = ours.resize_token_embeddings(n)
+    assert emb is ours.get_input_embeddings() and ours.config.vocab_size == hf.config.vocab_size == n
+    assert emb.weight.shape == tuple(hf.get_input_embeddings().weight.shape)
+    keep = min(n, old.shape[0])
+    np.testing.assert_array_equal(emb.weight.numpy()[:keep], old[:keep])
+    np.testing.assert_allclose(emb.weight.numpy()[:keep], hf.get_input_embeddings().weight.detach().numpy()[:keep],
+                               rtol=1e-6)
+    out, hf_out = ours.get_output_embeddings(), hf.get_output_embeddings()
+    assert out.weight.shape == tuple(hf_out.weight.shape)
+    assert (out.weight is emb.weight) == (hf_out.weight is hf.get_input_embeddings().weight)
+    if hf_out.bias is not None:
+        assert out.bias.shape == tuple(hf_out.bias.shape) and ours.cls.predictions.bias is out.bias
+    ids = np.array([[n - 1, 1, 2]])
+    logits = ours(ids, decoder_input_ids=ids).logits if head.startswith("T5") else ours(ids).logits
+    assert logits.shape[-1] == n

@@ -228,6 +228,57 @@ class PreTrainedModel:
         vocab = getattr(self.config, "vocab_size", None)
         return next(m for m in self.modules() if isinstance(m, nn.Embedding) and m.num_embeddings == vocab)
 
+    def get_output_embeddings(self):
+        """The layer that scores every vocabulary entry (GPT's and T5's lm_head, BERT's MLM decoder), or None."""
+        for path in ("lm_head", "cls.predictions.decoder"):
+            try:
+                return self.get_submodule(path)
+            except AttributeError:
+                continue
+        return None
+
+    def resize_token_embeddings(self, new_num_tokens: int | None = None):
+        """transformers' method: the token embedding (and the output layer, tied or not, with its bias) cut
+        or grown to `new_num_tokens` rows, config.vocab_size with it; the old rows kept, the new ones drawn
+        N(0, initializer_range) as the model's own init (transformers ≥ 4.46 draws them around the old
+        embeddings' mean instead, so new rows differ from its). Returns the embedding."""
+        from seqlab import nn
+        from seqlab.random import default_generator
+
+        emb = self.get_input_embeddings()
+        if new_num_tokens is None or new_num_tokens == emb.num_embeddings:
+            return emb
+        if isinstance(new_num_tokens, bool) or not isinstance(new_num_tokens, int) or new_num_tokens < 1:
+            raise ValueError(f"new_num_tokens must be a positive int, got {new_num_tokens!r}")
+        out = self.get_output_embeddings()
+        tied = out is not None and out.weight is emb.weight
+        std = float(getattr(self.config, "initializer_range", 0.02))
+        rng = default_generator()
+
+        def resized(p, rows: int, fill=None):
+            old = p.data
+            xp = backend.xp_of(old)
+            new = backend.to_device(rng.normal(0.0, std, (rows,) + old.shape[1:]).astype(old.dtype)
+                                    if fill is None else np.full((rows,) + old.shape[1:], fill, old.dtype),
+                                    backend.device_of(old))
+            keep = min(rows, old.shape[0])
+            new[:keep] = old[:keep]
+            return nn.Parameter(xp.ascontiguousarray(new), requires_grad=p.requires_grad)
+
+        emb.weight = resized(emb.weight, new_num_tokens)
+        emb.num_embeddings = new_num_tokens
+        if out is not None:
+            out.weight = emb.weight if tied else resized(out.weight, new_num_tokens)
+            if getattr(out, "bias", None) is not None:
+                bias = resized(out.bias, new_num_tokens, fill=0.0)
+                out.bias = bias
+                holder = self.get_submodule("cls.predictions") if hasattr(self, "cls") else None
+                if holder is not None and "bias" in holder._parameters:  # BERT keeps the decoder's bias twice
+                    holder.bias = bias
+            out.out_features = new_num_tokens
+        self.config.vocab_size = new_num_tokens
+        return emb
+
     def num_parameters(self) -> int:
         """Parameters counted once each (tied embeddings once), as transformers counts them."""
         return sum(int(p.data.size) for p in self.parameters())
