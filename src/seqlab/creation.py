@@ -271,14 +271,16 @@ def relu(input: Tensor) -> Tensor:
 
 
 def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
-    """torch.softmax: `dim` is required; `dtype` casts the input first."""
-    x = _need_tensor("softmax", input)
-    return (x if dtype is None else x.astype(dtype)).softmax(dim)
+    """torch.softmax: `dim` is required; `dtype` casts the input first (`seqlab.functional.softmax`)."""
+    from seqlab import functional as F
+
+    return F.softmax(_need_tensor("softmax", input), dim, dtype=dtype)
 
 
 def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
-    x = _need_tensor("log_softmax", input)
-    return (x if dtype is None else x.astype(dtype)).log_softmax(dim)
+    from seqlab import functional as F
+
+    return F.log_softmax(_need_tensor("log_softmax", input), dim, dtype=dtype)
 
 
 def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:

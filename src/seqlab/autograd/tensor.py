@@ -739,10 +739,8 @@ class Tensor:
 
     def sort(self, dim: int = -1, descending: bool = False, stable: bool = False):
         """(values, indices) sorted along `dim`, as torch.sort; the values carry the gradient."""
-        idx = _sort_indices(self, dim, descending)
-        if self.ndim == 0:
-            return SortResult(self.clone(), Tensor._from_op(idx, None))
-        return SortResult(self.gather(dim, Tensor._from_op(idx, None)), Tensor._from_op(idx, None))
+        idx = Tensor._from_op(_sort_indices(self, dim, descending), None)
+        return SortResult(self.clone() if self.ndim == 0 else self.gather(dim, idx), idx)
 
     def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
         """(values, indices) of the `k` largest (or smallest) along `dim`, in order (also with sorted=False,

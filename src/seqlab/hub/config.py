@@ -67,7 +67,7 @@ class HFConfig:
         mt = d.pop("model_type", None)
         if mt is not None and cls.model_type and mt != cls.model_type:
             raise ConfigError(f"config has model_type {mt!r} but {cls.__name__} is for {cls.model_type!r}")
-        names = {f.name for f in fields(cls) if f.init and f.name != "extra"}
+        names = cls._field_names()
         if "num_labels" in names and "num_labels" not in d and isinstance(d.get("id2label"), dict):
             d["num_labels"] = len(d["id2label"])
         kwargs = {k: d.pop(k) for k in list(d) if k in names}
@@ -85,10 +85,13 @@ class HFConfig:
         return out
 
     @classmethod
+    def _field_names(cls) -> set[str]:
+        return {f.name for f in fields(cls) if f.init and f.name != "extra"}
+
+    @classmethod
     def accepts(cls, key: str) -> bool:
         """Whether `key` names one of this config's fields (or an alias of one, or HF's label maps)."""
-        names = {f.name for f in fields(cls) if f.init and f.name != "extra"}
-        return key in names or key in cls.aliases or key in _HF_BASE_KEYS
+        return key in cls._field_names() or key in cls.aliases or key in _HF_BASE_KEYS
 
     def to_dict(self) -> dict[str, Any]:
         """The `config.json` dict: extras, then every field, then `model_type`."""

@@ -251,30 +251,31 @@ class PreTrainedModel:
         if isinstance(new_num_tokens, bool) or not isinstance(new_num_tokens, int) or new_num_tokens < 1:
             raise ValueError(f"new_num_tokens must be a positive int, got {new_num_tokens!r}")
         out = self.get_output_embeddings()
-        tied = out is not None and out.weight is emb.weight
         std = float(getattr(self.config, "initializer_range", 0.02))
         rng = default_generator()
 
-        def resized(p, rows: int, fill=None):
+        def resize(p, fill=None) -> None:
+            """`p` cut or grown to new_num_tokens rows (old rows kept), put wherever the model holds `p`: a tied
+            output layer, or BERT's bias held by its decoder and its prediction head, follows."""
             old = p.data
-            xp = backend.xp_of(old)
-            new = backend.to_device(rng.normal(0.0, std, (rows,) + old.shape[1:]).astype(old.dtype)
-                                    if fill is None else np.full((rows,) + old.shape[1:], fill, old.dtype),
-                                    backend.device_of(old))
-            keep = min(rows, old.shape[0])
+            rows = (new_num_tokens,) + old.shape[1:]
+            new = rng.normal(0.0, std, rows) if fill is None else np.full(rows, fill)
+            new = backend.to_device(new.astype(old.dtype), backend.device_of(old))
+            keep = min(new_num_tokens, old.shape[0])
             new[:keep] = old[:keep]
-            return nn.Parameter(xp.ascontiguousarray(new), requires_grad=p.requires_grad)
+            q = nn.Parameter(new, requires_grad=p.requires_grad)
+            for m in self.modules():
+                for name, held in m._parameters.items():
+                    if held is p:
+                        m._parameters[name] = q
 
-        emb.weight = resized(emb.weight, new_num_tokens)
+        resize(emb.weight)
         emb.num_embeddings = new_num_tokens
         if out is not None:
-            out.weight = emb.weight if tied else resized(out.weight, new_num_tokens)
+            if out.weight.shape[0] != new_num_tokens:  # untied: its own matrix (a tied one followed above)
+                resize(out.weight)
             if getattr(out, "bias", None) is not None:
-                bias = resized(out.bias, new_num_tokens, fill=0.0)
-                out.bias = bias
-                holder = self.get_submodule("cls.predictions") if hasattr(self, "cls") else None
-                if holder is not None and "bias" in holder._parameters:  # BERT keeps the decoder's bias twice
-                    holder.bias = bias
+                resize(out.bias, fill=0.0)
             out.out_features = new_num_tokens
         self.config.vocab_size = new_num_tokens
         return emb
