@@ -44,11 +44,11 @@ def test_config_overrides_by_either_name_win_over_the_file(T, gpt_dir):
 
 def test_from_pretrained_refuses_what_it_would_ignore(gpt_dir):
     """A keyword that is no config field was kept and silently ignored (and written back by save_pretrained)."""
-    with pytest.raises(TypeError, match="'output_hidden_states': not a field of GPTConfig; seqlab takes it in "
+    with pytest.raises(TypeError, match="'use_cache': not a field of GPTConfig; seqlab takes it in "
                                         "the model's forward call"):
-        AutoModel.from_pretrained(gpt_dir, output_hidden_states=True)
-    with pytest.raises(TypeError, match="unexpected keyword argument 'ignore_mismatched_sizes'"):
-        AutoModel.from_pretrained(gpt_dir, ignore_mismatched_sizes=True)
+        AutoModel.from_pretrained(gpt_dir, use_cache=True)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'layers_to_drop'"):
+        AutoModel.from_pretrained(gpt_dir, layers_to_drop=1)
 
 
 def test_dtype_names_auto_and_torch_dtypes(torch, gpt_dir, tmp_path):

@@ -34,6 +34,7 @@ HF_ACTIVATIONS: dict[str, Callable] = {
 }
 
 _HF_BASE_KEYS = ("num_labels", "id2label", "label2id")
+_OUTPUT_FLAGS = ("output_attentions", "output_hidden_states")  # the models' forward reads them (in `extra`)
 
 
 def activation(name: str) -> Callable:
@@ -43,12 +44,38 @@ def activation(name: str) -> Callable:
     return HF_ACTIVATIONS[name]
 
 
+class _ConfigMeta(type):
+    """Lets a config's constructor take transformers' label maps, `BertConfig(id2label={0: "neg", ...})`,
+    which are not dataclass fields (they live in `extra`, see `HFConfig.id2label`)."""
+
+    def __call__(cls, *args: Any, **kwargs: Any):
+        maps = {k: kwargs.pop(k) for k in ("id2label", "label2id") if k in kwargs}
+        obj = super().__call__(*args, **kwargs)
+        for k, v in maps.items():
+            setattr(obj, k, v)
+        return obj
+
+
+def _int_keys(id2label: Any, where: str) -> dict[int, Any]:
+    """{int id: label} from a label map whose keys are ints or digit strings (JSON's)."""
+    if not isinstance(id2label, dict):
+        raise ConfigError(f"{where} must be a dict of class id -> label, got {type(id2label).__name__}")
+    try:
+        return {int(k): v for k, v in id2label.items()}
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where} keys must be class ids (ints), got {list(id2label)[:3]}") from None
+
+
 @dataclass
-class HFConfig:
+class HFConfig(metaclass=_ConfigMeta):
     """Base class: `from_dict` / `to_dict` / `from_json_file` / `to_json_file`, extras kept.
 
     Subclasses set `model_type` (checked against the file's) and may set
     `aliases`, HF's ``attribute_map`` (e.g. ``hidden_size -> n_embd``).
+
+    `id2label` and `label2id` read and write as in transformers: `config.id2label[pred]` names a
+    prediction ({int: str}, "LABEL_i" unless the file or you named them); setting `id2label` sets
+    `num_labels` too, and a `num_labels` that no longer matches resets the names to "LABEL_i".
     """
 
     model_type: ClassVar[str] = ""
@@ -71,6 +98,8 @@ class HFConfig:
         if "num_labels" in names and "num_labels" not in d and isinstance(d.get("id2label"), dict):
             d["num_labels"] = len(d["id2label"])
         kwargs = {k: d.pop(k) for k in list(d) if k in names}
+        if isinstance(d.get("id2label"), dict):  # JSON's keys are strings; transformers' are ints
+            d["id2label"] = _int_keys(d["id2label"], "id2label")
         return cls(**kwargs, extra=d)
 
     @classmethod
@@ -101,12 +130,9 @@ class HFConfig:
             if f.name != "extra":
                 out[f.name] = getattr(self, f.name)
         if "num_labels" in out:  # HF stores the label count as id2label
-            n = out.pop("num_labels")
-            id2label = self.extra.get("id2label")
-            if not (isinstance(id2label, dict) and len(id2label) == n):
-                id2label = {str(i): f"LABEL_{i}" for i in range(n)}
-            out["id2label"] = {str(k): v for k, v in id2label.items()}
-            out["label2id"] = {v: int(k) for k, v in id2label.items()}
+            out.pop("num_labels")
+            out["id2label"] = {str(k): v for k, v in self.id2label.items()}
+            out["label2id"] = dict(self.label2id)
         out["model_type"] = self.model_type
         return out
 
@@ -125,9 +151,44 @@ class HFConfig:
         aliases = type(self).aliases
         if name in aliases:
             return getattr(self, aliases[name])
+        if name in _OUTPUT_FLAGS and "extra" in self.__dict__:  # transformers' forward defaults (False)
+            return bool(self.extra.get(name, False))
+        if name == "id2label" and "extra" in self.__dict__:
+            return self._id2label()
+        if name == "label2id" and "extra" in self.__dict__:
+            id2label = self._id2label()
+            label2id = self.extra.get("label2id")
+            if not (isinstance(label2id, dict) and set(label2id) == set(id2label.values())):
+                label2id = self.extra["label2id"] = {v: k for k, v in id2label.items()}
+            return label2id
         raise AttributeError(f"{type(self).__name__!r} has no attribute {name!r}")
 
+    def _id2label(self) -> dict[int, Any]:
+        """The stored {int: label} map (kept in `extra`, so edits in place are saved), made afresh as
+        "LABEL_i" when there is none or its size is not num_labels."""
+        id2label = self.extra.get("id2label")
+        n = self.__dict__.get("num_labels")
+        if not isinstance(id2label, dict) or (n is not None and len(id2label) != n):
+            id2label = self.extra["id2label"] = {i: f"LABEL_{i}" for i in range(2 if n is None else n)}
+            self.extra.pop("label2id", None)
+        return id2label
+
     def __setattr__(self, name: str, value: Any) -> None:  # and config.hidden_size = 32 sets n_embd
+        if name == "id2label":  # as transformers: the map sets the label count
+            value = _int_keys(value, "id2label")
+            self.extra["id2label"] = value
+            self.extra.pop("label2id", None)
+            if any(f.name == "num_labels" for f in fields(self)):
+                object.__setattr__(self, "num_labels", len(value))
+            return
+        if name in _OUTPUT_FLAGS:  # read by the models' forward (seqlab.hub.pretrained._hf_forward)
+            self.extra[name] = bool(value)
+            return
+        if name == "label2id":
+            if not isinstance(value, dict):
+                raise ConfigError(f"label2id must be a dict of label -> class id, got {type(value).__name__}")
+            self.extra["label2id"] = {k: int(v) for k, v in value.items()}
+            return
         object.__setattr__(self, type(self).aliases.get(name, name), value)
 
     # ---- validation helpers for __post_init__ -------------------------------

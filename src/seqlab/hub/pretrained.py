@@ -10,7 +10,9 @@ pretrained body, as transformers allows).
 """
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 import json
 import os
 from collections import namedtuple
@@ -21,6 +23,7 @@ import numpy as np
 
 from seqlab import backend
 from seqlab.errors import CheckpointError, ConfigError
+from seqlab.hub.config import _OUTPUT_FLAGS
 from seqlab.hub import keymap as km
 from seqlab.hub import safetensors as st
 
@@ -34,7 +37,8 @@ WEIGHTS_INDEX_NAME = "model.safetensors.index.json"
 TORCH_WEIGHTS_NAME = "pytorch_model.bin"
 CONFIG_NAME = "config.json"
 
-LoadingInfo = namedtuple("LoadingInfo", ["missing_keys", "unexpected_keys", "ignored_keys"])
+LoadingInfo = namedtuple("LoadingInfo", ["missing_keys", "unexpected_keys", "ignored_keys", "mismatched_keys"],
+                         defaults=((),))  # mismatched: (key, the checkpoint's shape, the model's) left fresh
 
 
 def resolve(name_or_path: str | os.PathLike) -> Path:
@@ -128,14 +132,16 @@ def _read_torch_bin(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
-def load_weights(model, state: dict[str, Any], keymap: km.KeyMap, head_prefixes=(), strict: bool | None = None
-                 ) -> LoadingInfo:
+def load_weights(model, state: dict[str, Any], keymap: km.KeyMap, head_prefixes=(), strict: bool | None = None,
+                 ignore_mismatched_sizes: bool = False) -> LoadingInfo:
     """Copy a checkpoint's arrays into `model`, translating names with `keymap`.
 
     strict=None (default, as transformers): missing keys are an error unless
     they belong to a head (`head_prefixes`), which keeps its fresh init;
     unexpected keys are reported in the result. strict=True: any missing
     or unexpected key is an error. strict=False: only shape mismatches are.
+    ignore_mismatched_sizes (transformers' flag): a weight whose shape is not
+    the model's keeps its fresh init instead, listed in `mismatched_keys`.
     """
     state = km.rename(state, keymap.renames)
     state, ignored = km.split_ignored(state, keymap.ignored)
@@ -154,7 +160,14 @@ def load_weights(model, state: dict[str, Any], keymap: km.KeyMap, head_prefixes=
                 state[alias] = state[source]
             elif source not in state and alias in state:
                 state[source] = state[alias]
-    missing = [k for k in own if k not in state]
+    mismatched = []
+    if ignore_mismatched_sizes:
+        for k in [k for k in state if k in own]:
+            if tuple(np.shape(state[k])) != tuple(own[k].shape):
+                mismatched.append((k, tuple(np.shape(state[k])), tuple(own[k].shape)))
+                del state[k]
+    left_fresh = {k for k, _, _ in mismatched}
+    missing = [k for k in own if k not in state and k not in left_fresh]
     unexpected = [k for k in state if k not in own]
     fatal_missing = [k for k in missing if not (strict is None and k.startswith(tuple(head_prefixes)))]
     problems = []
@@ -165,7 +178,7 @@ def load_weights(model, state: dict[str, Any], keymap: km.KeyMap, head_prefixes=
     if problems:
         raise CheckpointError(f"checkpoint does not fit {type(model).__name__}: " + " | ".join(problems))
     model.load_state_dict({k: v for k, v in state.items() if k in own}, strict=False)
-    return LoadingInfo(missing, unexpected, ignored)
+    return LoadingInfo(missing, unexpected, ignored, mismatched)
 
 
 def export_state(model, keymap: km.KeyMap) -> dict[str, np.ndarray]:
@@ -180,8 +193,28 @@ def export_state(model, keymap: km.KeyMap) -> dict[str, np.ndarray]:
     return km.transpose(state, keymap.transposed)
 
 
-# transformers' from_pretrained flags that set forward defaults; seqlab takes them per call
-_FORWARD_FLAGS = ("output_hidden_states", "output_attentions", "use_cache", "return_dict")
+# transformers' from_pretrained flags that set forward defaults: the output flags go into the config (read by
+# every forward that does not pass them); the others seqlab takes per call
+_FORWARD_FLAGS = _OUTPUT_FLAGS + ("use_cache", "return_dict")
+
+
+def _hf_forward(forward):
+    """A model's forward with transformers' conventions around it: an output flag that is not passed (or is
+    None) is the config's (`config.output_attentions = True`, `from_pretrained(..., output_attentions=True)`),
+    and `return_dict=False` gives the output's `to_tuple()`."""
+    names = list(inspect.signature(forward).parameters)[1:]
+    flags = tuple((flag, names.index(flag)) for flag in _OUTPUT_FLAGS if flag in names)
+
+    @functools.wraps(forward)
+    def wrapped(self, *args, return_dict: bool | None = None, **kwargs):
+        for flag, at in flags:
+            if len(args) <= at and kwargs.get(flag) is None:
+                kwargs[flag] = bool(self.config.extra.get(flag, False))
+        out = forward(self, *args, **kwargs)
+        return out if return_dict is None or return_dict else out.to_tuple()
+
+    wrapped.hf_forward = True
+    return wrapped
 
 
 def _model_dtype(dtype, state: dict) -> np.dtype | None:
@@ -209,6 +242,12 @@ class PreTrainedModel:
     keymap: ClassVar[km.KeyMap] = km.KeyMap()
     hf_architecture: ClassVar[str] = ""
     head_prefixes: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        forward = cls.__dict__.get("forward")
+        if forward is not None and not getattr(forward, "hf_forward", False):
+            cls.forward = _hf_forward(forward)
 
     # ---- what transformers' models answer ----------------------------------------
     @property
@@ -286,7 +325,8 @@ class PreTrainedModel:
 
     @classmethod
     def from_pretrained(cls, name_or_path: str | os.PathLike, *, dtype=None, strict: bool | None = None,
-                        output_loading_info: bool = False, **config_overrides: Any):
+                        output_loading_info: bool = False, ignore_mismatched_sizes: bool = False,
+                        **config_overrides: Any):
         """Build the model from ``config.json`` and load its weights; returns it in eval mode.
 
         name_or_path: a folder or a known name ("minilm"). dtype: float32
@@ -296,15 +336,20 @@ class PreTrainedModel:
         config_overrides: fields of the config (by their own name or
         transformers' alternative one, ``num_hidden_layers`` for GPT-2's
         ``n_layer``), e.g. ``num_labels=2``; anything else is a TypeError.
-        The names of missing (fresh head), unexpected and ignored keys are in
-        ``model.loading_info`` (and returned too with output_loading_info=True).
+        transformers' output flags (``output_attentions=True``,
+        ``output_hidden_states=True``) go into the config, as forward defaults.
+        ignore_mismatched_sizes=True: a weight of another shape than the
+        model's (a head for another ``num_labels``) keeps its fresh init.
+        The names of missing (fresh head), unexpected, ignored and mismatched
+        keys are in ``model.loading_info`` (and returned too with
+        output_loading_info=True).
         """
         if "torch_dtype" in config_overrides:
             if dtype is not None:
                 raise TypeError("give dtype or torch_dtype (its older name), not both")
             dtype = config_overrides.pop("torch_dtype")
         for key in config_overrides:
-            if not cls.config_class.accepts(key):
+            if not cls.config_class.accepts(key) and key not in _OUTPUT_FLAGS:
                 where = ("; seqlab takes it in the model's forward call, where that model computes it"
                          if key in _FORWARD_FLAGS else "")
                 raise TypeError(f"{cls.__name__}.from_pretrained() got an unexpected keyword argument {key!r}: "
@@ -327,16 +372,23 @@ class PreTrainedModel:
         if dtype is not None:
             model.to(dtype=dtype)
         try:
-            info = load_weights(model, state, cls.keymap, cls.head_prefixes, strict)
+            info = load_weights(model, state, cls.keymap, cls.head_prefixes, strict, ignore_mismatched_sizes)
         except ValueError as e:  # missing keys or shapes: the weights were not made with this config.json
-            raise CheckpointError(f"{folder}: the weights do not fit its {CONFIG_NAME}: {e}") from None
+            hint = ("" if ignore_mismatched_sizes or not config_overrides else
+                    " (with config changes, ignore_mismatched_sizes=True starts the weights of other shapes afresh)")
+            raise CheckpointError(f"{folder}: the weights do not fit its {CONFIG_NAME}: {e}{hint}") from None
         model.loading_info = info
         model.name_or_path = str(name_or_path)
         model.eval()
         return (model, info) if output_loading_info else model
 
-    def save_pretrained(self, folder: str | os.PathLike) -> Path:
-        """Write ``config.json`` + ``model.safetensors`` that transformers (and seqlab) load."""
+    def save_pretrained(self, folder: str | os.PathLike, safe_serialization: bool = True) -> Path:
+        """Write ``config.json`` + ``model.safetensors`` that transformers (and seqlab) load.
+
+        safe_serialization: transformers' flag; True is the only choice (seqlab writes no pickle files).
+        """
+        if safe_serialization is not True:
+            raise ValueError("seqlab saves safetensors only (safe_serialization=True): it writes no pickle files")
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         state = export_state(self, self.keymap)

@@ -28,7 +28,7 @@ from seqlab import backend
 from seqlab.autograd.function import no_grad
 from seqlab.autograd.tensor import Tensor
 from seqlab.models.outputs import EncoderDecoderCache, KVCache
-from seqlab.random import check_seed
+from seqlab.random import check_seed, default_generator
 
 
 def _ids(x) -> np.ndarray:
@@ -263,7 +263,9 @@ def generate(model, input_ids, attention_mask=None, *, max_new_tokens: int | Non
     input_ids (B, T); attention_mask (B, T), 1 = real token (GPT prompts of
     different lengths are left-padded). eos_token_id / pad_token_id default
     to the model config's (pad falls back to eos). Sampling draws from
-    `generator` or a new one seeded with `seed`.
+    `generator`, or a new one seeded with `seed`, or else seqlab's own
+    generator (so `seqlab.manual_seed(n)` makes it repeat, as
+    `torch.manual_seed` does for transformers).
 
     Length, as in transformers: `max_new_tokens` new tokens (20 when neither
     it nor `max_length` is given), or `max_length` tokens in all: the padded
@@ -354,7 +356,7 @@ def generate(model, input_ids, attention_mask=None, *, max_new_tokens: int | Non
             return beam_search(stepper, start, num_beams, max_new_tokens, eos, pad, length_penalty, early_stopping,
                                processors=processors, num_return_sequences=num_return_sequences)
         seqs = np.repeat(start, copies, 0)
-        rng = generator or np.random.default_rng(seed)
+        rng = generator or (np.random.default_rng(seed) if seed is not None else default_generator())
         return _sample_loop(stepper, seqs, max_new_tokens, do_sample, temperature, top_k, top_p, eos, pad, rng,
                             processors=processors)
     finally:
