@@ -183,6 +183,11 @@ def test_user_errors_name_the_values():
         nn.GRU(I, H, batch_first=False)
     with pytest.raises(ValueError, match="nonlinearity"):
         nn.RNN(I, H, nonlinearity="sigmoid")
+    # torch's default layout (T, B, I) with torch's state (L, B, H): the error says the input looks time-major
+    with pytest.raises(ValueError, match=r"x looks time-major .* pass x.transpose\(0, 1\)"):
+        nn.GRU(I, H)(seqlab.zeros(7, 3, I), seqlab.zeros(1, 3, H))
+    with pytest.raises(ValueError, match=r"expected \(1, 2, 5\) \(num_layers \* num_directions, B, hidden_size\)$"):
+        nn.GRU(I, 5)(seqlab.zeros(2, 3, I), seqlab.zeros(1, 4, 5))     # no hint where the shapes say nothing
     m = nn.LSTM(I, H)
     with pytest.raises(ValueError, match=r"\(B, T, 4\)"):
         m(seqlab.zeros(2, 3, 7))

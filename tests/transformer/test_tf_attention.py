@@ -174,6 +174,10 @@ def test_bad_arguments_are_clear_errors(rng):
         nn.MultiheadAttention(E, H, batch_first=False)
     with pytest.raises(ValueError, match="divisible"):
         nn.MultiheadAttention(10, 3)
+    # torch's default layout (L, B, E) with a (B, S) padding mask: the error says the inputs look time-major
+    tm = seqlab.tensor(rng.standard_normal((L, B, E)).astype(np.float32))
+    with pytest.raises(ValueError, match=r"look time-major \(L, B, E\)"):
+        nn.MultiheadAttention(E, H)(tm, tm, tm, key_padding_mask=np.zeros((B, L), bool))
     sm = nn.MultiheadAttention(E, H)
     x = seqlab.tensor(rng.standard_normal((B, L, E)).astype(np.float32))
     with pytest.raises(ValueError, match=r"expects last dim 8"):

@@ -77,7 +77,10 @@ def merge_masks(attn_mask, key_padding_mask, is_causal: bool, B: int, H: int, L:
     kpm = as_mask_array(key_padding_mask, xp)
     if kpm is not None:
         if kpm.shape != (B, S):
-            raise ValueError(f"key_padding_mask has shape {kpm.shape}; expected (batch, key length) = ({B}, {S})")
+            hint = ("; the inputs look time-major (L, B, E), torch's default: seqlab is batch-first, so pass "
+                    "them transposed, x.transpose(0, 1)" if kpm.shape == (S, B) and S != B else "")
+            raise ValueError(f"key_padding_mask has shape {kpm.shape}; expected (batch, key length) = ({B}, {S})"
+                             f"{hint}")
         add(kpm, "key_padding_mask", (B, 1, 1, S))
     if bias is None:
         return None if block is None else ~block

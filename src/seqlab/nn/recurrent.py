@@ -208,13 +208,16 @@ class _RNNBase(Module):
         get = self._parameters.get
         return get("weight_ih" + sfx), get("weight_hh" + sfx), get("bias_ih" + sfx), get("bias_hh" + sfx)
 
-    def _check_state(self, h, name: str, batch: int):
+    def _check_state(self, h, name: str, batch: int, steps: int):
         want = (self.num_layers * self.num_directions, batch, self.hidden_size)
         if not isinstance(h, Tensor):
             raise TypeError(f"{type(self).__name__}: {name} must be a Tensor of shape {want}, got {type(h).__name__}")
         if h.shape != want:
+            # torch's default layout is (T, B, I): a state for batch T means x was probably passed that way
+            hint = (f"; x looks time-major (T, B, input_size), torch's default: seqlab's recurrent layers are "
+                    f"batch-first, so pass x.transpose(0, 1)" if h.shape[1:] == (steps, self.hidden_size) else "")
             raise ValueError(f"{type(self).__name__}: {name} has shape {h.shape}, expected {want} "
-                             f"(num_layers * num_directions, B, hidden_size)")
+                             f"(num_layers * num_directions, B, hidden_size){hint}")
         return h
 
     def _run(self, x: Tensor, h0, c0, lengths):
@@ -241,9 +244,9 @@ class _RNNBase(Module):
         mask = lengths_mask(lengths, B, T, xp)                     # (B, T) or None
         L, D, H = self.num_layers, self.num_directions, self.hidden_size
         zeros = xp.zeros((L * D, B, H), dtype=x.dtype)
-        h0 = zeros if h0 is None else self._check_state(h0, "h0", B)
+        h0 = zeros if h0 is None else self._check_state(h0, "h0", B, T)
         if self.mode == "lstm":
-            c0 = zeros if c0 is None else self._check_state(c0, "c0", B)
+            c0 = zeros if c0 is None else self._check_state(c0, "c0", B, T)
         layer_in, h_n, c_n = x, [], []
         for layer in range(L):
             outs = []
