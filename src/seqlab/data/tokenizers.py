@@ -5,7 +5,10 @@ normalising, splitting and merging, so ids match Hugging Face exactly.
 `Tokenizer` loads and builds backends the way ``transformers`` does
 (seqlab/data/hf_backends.py: BERT WordPiece from ``vocab.txt``, GPT-2
 byte-level BPE from ``vocab.json`` + ``merges.txt``), pads into int64
-arrays, and trains small vocabularies. `CharTokenizer`
+arrays, and trains small vocabularies. It answers to the idioms of
+transformers' ``PreTrainedTokenizerFast`` (``tok.pad_token = tok.eos_token``,
+``return_tensors="pt"``, ``enc.input_ids``, ``batch_decode``,
+``save_pretrained``, ``add_tokens``, ``add_special_tokens``). `CharTokenizer`
 (seqlab/data/char_tokenizer.py, importable from here too) is the
 character-level vocabulary of char-RNN / nanoGPT's Shakespeare.
 """
@@ -32,6 +35,42 @@ from seqlab.data.hf_backends import (BERT_SPECIALS, GPT2_EOT, PRETRAINED_ALIASES
 # ---------------------------------------------------------------- Tokenizer
 
 
+class BatchEncoding(dict):
+    """What `Tokenizer.__call__` returns: a dict of (B, T) arrays, also read by attribute.
+
+    As transformers' ``BatchEncoding``: ``enc.input_ids`` is
+    ``enc["input_ids"]``, and ``model(**enc)`` passes the arrays as keywords.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:  # an AttributeError, so hasattr() and copy/pickle probes work
+            raise AttributeError(f"BatchEncoding has no {name!r} (it holds {', '.join(self) or 'nothing'})") from None
+
+
+def _role(name: str) -> property:
+    """``pad_token`` and the like: the role's token string (None if unset); setting it picks the role's token."""
+    return property(lambda self: self.special_tokens.get(name), lambda self, token: self._set_role(name, token),
+                    doc=f"the {name} token's string, or None; settable to a token of the vocabulary or None")
+
+
+def _role_id(name: str) -> property:
+    """``pad_token_id`` and the like: the role's id; setting an id sets the role to that id's token."""
+    def set_id(self: Tokenizer, i: int | None) -> None:
+        if i is not None and (not isinstance(i, (int, np.integer)) or isinstance(i, bool)):
+            raise TypeError(f"{name}_token_id must be an int or None, got {type(i).__name__}")
+        self._set_role(name, None if i is None else self._id_to_token(int(i)))
+    return property(lambda self: self._special_id(name), set_id, doc=f"id of the {name} token, or None; settable")
+
+
+def _special_added(token: str | AddedToken) -> AddedToken:
+    """A special token as transformers' ``add_special_tokens`` adds a string: matched verbatim, never split."""
+    if isinstance(token, AddedToken):
+        return token
+    return AddedToken(token, rstrip=False, lstrip=False, normalized=False, special=True)
+
+
 class Tokenizer:
     """A Hugging Face ``tokenizers.Tokenizer`` returning NumPy batches.
 
@@ -39,6 +78,10 @@ class Tokenizer:
     (B, T): ``input_ids``, ``attention_mask`` (1 = real token) and, for
     BERT-style tokenizers, ``token_type_ids`` (0 = first segment, 1 =
     second). A single string gives B = 1, so the result is always 2-D.
+
+    Special tokens have roles (``special_tokens``: ``{"pad": "[PAD]", ...}``),
+    read and set as in transformers: ``tok.pad_token = tok.eos_token`` makes
+    ``tok.pad_token_id`` the end token's id, and padding then uses it.
     """
 
     def __init__(
@@ -68,6 +111,11 @@ class Tokenizer:
                 if token is not None and backend.token_to_id(token) is not None:
                     self.special_tokens[name] = token
                     break
+        # transformers 5 writes extra_special_tokens (a list, or a dict of named ones); 4 wrote additional_.
+        extras = self.config.get("extra_special_tokens") or self.config.get("additional_special_tokens") or []
+        extras = extras.values() if isinstance(extras, dict) else extras
+        self._extra_special: list[str] = [t for t in map(_token_text, extras)
+                                          if t is not None and backend.token_to_id(t) is not None]
 
     # -------------------------------------------------------------- loading and saving
 
@@ -89,23 +137,34 @@ class Tokenizer:
         return cls(_load_backend(path, config), model_max_length=max_len, config=config)
 
     def save(self, folder: PathLike) -> Path:
-        """Write ``tokenizer.json`` + ``tokenizer_config.json`` and the model's vocab files.
+        """Write ``tokenizer.json`` + ``tokenizer_config.json`` and the model's vocab files; return the folder.
 
         The vocab files (``vocab.txt``, or ``vocab.json`` + ``merges.txt``)
         let tools that predate ``tokenizer.json`` read the folder too.
         """
         folder = Path(folder)
+        self._write(folder)
+        return folder
+
+    def save_pretrained(self, save_directory: PathLike) -> tuple[str, ...]:
+        """`save`, by transformers' name; returns the paths of the files written, as transformers does."""
+        return tuple(str(p) for p in self._write(Path(save_directory)))
+
+    def _write(self, folder: Path) -> list[Path]:
         folder.mkdir(parents=True, exist_ok=True)
         self._tok.save(str(folder / "tokenizer.json"))
-        self._tok.model.save(str(folder))
-        config = dict(self.config)
-        config.update({f"{k}_token": v for k, v in self.special_tokens.items()})
+        written = [folder / "tokenizer_config.json", folder / "tokenizer.json"]
+        written += [Path(f) for f in self._tok.model.save(str(folder))]
+        config = {k: v for k, v in self.config.items() if k != "additional_special_tokens"}
+        for name in SPECIAL_NAMES:  # the roles as they are now (a role set to None is not written back)
+            config[f"{name}_token"] = self.special_tokens.get(name)
+        config["extra_special_tokens"] = list(self._extra_special) or None
         config.setdefault("tokenizer_class", {"bert": "BertTokenizer", "gpt2": "GPT2Tokenizer"}.get(self.kind))
         if self.model_max_length is not None:
             config["model_max_length"] = self.model_max_length
         config = {k: v for k, v in config.items() if v is not None}
         (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-        return folder
+        return written
 
     @property
     def backend(self) -> _Backend:
@@ -116,11 +175,15 @@ class Tokenizer:
 
     @property
     def vocab_size(self) -> int:
-        """Number of ids, added tokens included (the embedding table's rows)."""
+        """Number of ids, added tokens included (the embedding table's rows).
+
+        transformers' ``vocab_size`` leaves tokens added after training out;
+        ``len(tok)`` counts them in both libraries.
+        """
         return self._tok.get_vocab_size(with_added_tokens=True)
 
     def __len__(self) -> int:
-        return self.vocab_size
+        return self._tok.get_vocab_size(with_added_tokens=True)
 
     def get_vocab(self) -> dict[str, int]:
         return self._tok.get_vocab(with_added_tokens=True)
@@ -129,17 +192,100 @@ class Tokenizer:
         token = self.special_tokens.get(name)
         return None if token is None else self._tok.token_to_id(token)
 
-    pad_token_id = property(lambda self: self._special_id("pad"), doc="id of the padding token, or None")
-    unk_token_id = property(lambda self: self._special_id("unk"), doc="id of the unknown token, or None")
-    cls_token_id = property(lambda self: self._special_id("cls"), doc="id of [CLS], or None")
-    sep_token_id = property(lambda self: self._special_id("sep"), doc="id of [SEP], or None")
-    mask_token_id = property(lambda self: self._special_id("mask"), doc="id of [MASK], or None")
-    bos_token_id = property(lambda self: self._special_id("bos"), doc="id of the start token, or None")
-    eos_token_id = property(lambda self: self._special_id("eos"), doc="id of the end token, or None")
+    def _set_role(self, name: str, token: str | AddedToken | None) -> None:
+        if isinstance(token, AddedToken):
+            token = token.content
+        if token is not None and not isinstance(token, str):
+            raise TypeError(f"{name}_token must be a str or None, got {type(token).__name__}")
+        if token is None:
+            self.special_tokens.pop(name, None)
+        elif self._tok.token_to_id(token) is None:
+            raise ValueError(f"{name}_token {token!r} is not in the vocabulary; "
+                             f"tok.add_special_tokens({{'{name}_token': {token!r}}}) adds it")
+        else:
+            self.special_tokens[name] = token
+
+    pad_token, pad_token_id = _role("pad"), _role_id("pad")
+    unk_token, unk_token_id = _role("unk"), _role_id("unk")
+    cls_token, cls_token_id = _role("cls"), _role_id("cls")
+    sep_token, sep_token_id = _role("sep"), _role_id("sep")
+    mask_token, mask_token_id = _role("mask"), _role_id("mask")
+    bos_token, bos_token_id = _role("bos"), _role_id("bos")
+    eos_token, eos_token_id = _role("eos"), _role_id("eos")
+
+    @property
+    def additional_special_tokens(self) -> list[str]:
+        """Special tokens without a role, from ``add_special_tokens`` (transformers 5: ``extra_special_tokens``)."""
+        return list(self._extra_special)
+
+    extra_special_tokens = additional_special_tokens
+
+    @property
+    def all_special_tokens(self) -> list[str]:
+        """Every special token once: the roles' tokens, then the additional ones."""
+        return list(dict.fromkeys([*self.special_tokens.values(), *self._extra_special]))
 
     @property
     def all_special_ids(self) -> list[int]:
-        return sorted({self._tok.token_to_id(t) for t in self.special_tokens.values()})
+        return sorted({self._tok.token_to_id(t) for t in self.all_special_tokens})
+
+    def add_tokens(
+        self, new_tokens: str | AddedToken | Sequence[str | AddedToken], special_tokens: bool = False
+    ) -> int:
+        """Add tokens to the vocabulary (new ids from ``len(tok)`` on); returns the count transformers returns.
+
+        As transformers: a string is matched after normalisation (so
+        ``"NewWord"`` is found in lowercased text) and never split. The count
+        is the ``tokenizers`` library's: a token the model already has counts
+        (it becomes an added token) but keeps its id, so ``len(tok)`` may grow
+        by less; an added token again counts 0. Grow the model with
+        ``model.resize_token_embeddings(len(tok))``.
+        """
+        tokens = [new_tokens] if isinstance(new_tokens, (str, AddedToken)) else list(new_tokens)
+        for i, t in enumerate(tokens):
+            if not isinstance(t, (str, AddedToken)):
+                raise TypeError(f"new_tokens[{i}] is {type(t).__name__}, expected str or tokenizers.AddedToken")
+        added = self._tok.add_special_tokens(tokens) if special_tokens else self._tok.add_tokens(tokens)
+        self._truncators.clear()  # the truncating copies predate the new tokens
+        return added
+
+    def add_special_tokens(self, special_tokens_dict: dict[str, Any], replace_extra_special_tokens: bool = True) -> int:
+        """Add special tokens and give them roles; returns how many were new to the vocabulary.
+
+        Keys as in transformers: ``"pad_token"``, ``"eos_token"``, ... (each a
+        str or ``AddedToken``) and ``"additional_special_tokens"`` (alias
+        ``"extra_special_tokens"``, a list, replacing the earlier list unless
+        ``replace_extra_special_tokens=False``). A string is matched verbatim
+        and skipped by ``decode(skip_special_tokens=True)``. A role's new
+        token does not rewrite the template (BERT's ``[CLS] ... [SEP]``).
+        """
+        roles: dict[str, str] = {}
+        extras, to_add = list(self._extra_special), []
+        for key, value in special_tokens_dict.items():
+            if key in ("additional_special_tokens", "extra_special_tokens"):
+                if isinstance(value, (str, AddedToken)) or not all(isinstance(t, (str, AddedToken)) for t in value):
+                    raise TypeError(f"{key} must be a list of str or AddedToken, got {value!r}")
+                tokens = [_special_added(t) for t in value]
+                new = [t.content for t in tokens]
+                if replace_extra_special_tokens and new:
+                    extras = new
+                else:
+                    extras += [t for t in new if t not in extras]
+                to_add += tokens
+            elif key.endswith("_token") and key[:-len("_token")] in SPECIAL_NAMES:
+                if not isinstance(value, (str, AddedToken)):
+                    raise TypeError(f"{key} must be a str or AddedToken, got {type(value).__name__}")
+                token = _special_added(value)
+                roles[key[:-len("_token")]] = token.content
+                to_add.append(token)
+            else:
+                allowed = ", ".join([*(f"{n}_token" for n in SPECIAL_NAMES), "additional_special_tokens"])
+                raise ValueError(f"add_special_tokens got key {key!r}; expected one of {allowed}")
+        added = self._tok.add_special_tokens(to_add) if to_add else 0
+        self._truncators.clear()
+        self.special_tokens.update(roles)
+        self._extra_special = extras
+        return added
 
     def convert_ids_to_tokens(self, ids: int | Sequence[int] | np.ndarray) -> str | list[str]:
         """Token strings for ids; an int gives one string (as in transformers)."""
@@ -171,12 +317,39 @@ class Tokenizer:
         _check_texts([text], "text")
         return self._tok.encode(text, add_special_tokens=False).tokens
 
-    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
-        """Ids of one text (BERT adds [CLS] ... [SEP]; GPT-2 adds nothing)."""
+    def encode(
+        self,
+        text: str,
+        text_pair: str | None = None,
+        add_special_tokens: bool = True,
+        *,
+        truncation: bool | str = False,
+        max_length: int | None = None,
+    ) -> list[int]:
+        """Ids of one text or pair (BERT adds [CLS] A [SEP] B [SEP]; GPT-2 adds nothing).
+
+        The arguments are transformers' ``encode``'s, in its order;
+        ``truncation`` as in `__call__`.
+        """
         if not isinstance(text, str):
             raise TypeError(f"encode takes a str, got {type(text).__name__}")
+        if text_pair is not None and not isinstance(text_pair, str):
+            hint = ""
+            if isinstance(text_pair, bool):  # the old encode(text, add_special_tokens) order
+                hint = " (pass add_special_tokens by keyword: encode(text, add_special_tokens=False))"
+            raise TypeError(f"text_pair must be a str or None, got {type(text_pair).__name__}{hint}")
         _check_texts([text], "text")
-        return self._tok.encode(text, add_special_tokens=add_special_tokens).ids
+        _check_texts([] if text_pair is None else [text_pair], "text_pair")
+        backend = self._tok
+        if truncation:
+            length = max_length if max_length is not None else self.model_max_length
+            if length is None:
+                raise ValueError("truncation needs max_length (this tokenizer has no model_max_length)")
+            backend = self._truncator(int(length), truncation)
+        try:
+            return backend.encode(text, text_pair, add_special_tokens=add_special_tokens).ids
+        except Exception as e:  # the Rust side raises bare Exception (e.g. impossible truncation)
+            raise ValueError(f"could not encode: {e}") from e
 
     def encode_batch(self, texts: Sequence[str], add_special_tokens: bool = True) -> list[list[int]]:
         """Ids of many texts, unpadded (encoded in parallel by the Rust backend)."""
@@ -193,9 +366,11 @@ class Tokenizer:
         truncation: bool | str = False,
         max_length: int | None = None,
         return_token_type_ids: bool | None = None,
+        return_attention_mask: bool | None = None,
         return_special_tokens_mask: bool = False,
+        return_tensors: str | None = None,
         padding_side: str = "right",
-    ) -> dict[str, np.ndarray]:
+    ) -> BatchEncoding:
         """Encode a text or a batch (optionally of pairs) into int64 arrays (B, T).
 
         padding: False (all rows must then have one length), True / "longest"
@@ -204,8 +379,15 @@ class Tokenizer:
             cutting to ``max_length`` (default: ``model_max_length``) with the
             special tokens counted, as transformers does.
         return_token_type_ids: default True for BERT-style tokenizers.
+        return_attention_mask: default True; False leaves it out.
+        return_tensors: None or "np" (NumPy; transformers' None gives lists),
+            or "pt" (torch tensors, if torch is installed).
         padding_side: "right", or "left" for decoder-only generation.
+
+        Returns a `BatchEncoding`: a dict also read by attribute (``enc.input_ids``).
         """
+        if return_tensors not in (None, "np", "pt"):
+            raise ValueError(f"return_tensors must be None, 'np' or 'pt', got {return_tensors!r}")
         single = isinstance(text, str)
         texts = [text] if single else list(text)
         _check_texts(texts, "text")
@@ -259,11 +441,15 @@ class Tokenizer:
         out = {"input_ids": ids}
         if return_token_type_ids or (return_token_type_ids is None and self.kind == "bert"):
             out["token_type_ids"] = pad_batch([e.type_ids for e in encs], 0, T, padding_side)[0]
-        out["attention_mask"] = mask
+        if return_attention_mask is not False:
+            out["attention_mask"] = mask
         if return_special_tokens_mask:
             special, _ = pad_batch([e.special_tokens_mask for e in encs], 1, T, padding_side)
             out["special_tokens_mask"] = special  # 1 = special or padding: never MLM-masked
-        return out
+        if return_tensors == "pt":
+            torch = _import_torch()
+            out = {k: torch.from_numpy(v) for k, v in out.items()}
+        return BatchEncoding(out)
 
     def _truncator(self, max_length: int, strategy: bool | str) -> _Backend:
         """A copy of the backend that truncates; copies, not toggles, keep calls independent."""
@@ -317,8 +503,14 @@ class Tokenizer:
         skip_special_tokens: bool = True,
         clean_up_tokenization_spaces: bool = False,
     ) -> list[str]:
-        """Texts of a batch of id rows, e.g. a (B, T) array."""
+        """Texts of a batch of id rows, e.g. a (B, T) array (``batch_decode`` too, transformers' name).
+
+        ``skip_special_tokens`` defaults to True, as in `decode`;
+        transformers' default is False.
+        """
         return [self.decode(row, skip_special_tokens, clean_up_tokenization_spaces) for row in batch]
+
+    batch_decode = decode_batch
 
     # -------------------------------------------------------------- training
 
@@ -390,6 +582,15 @@ def _clean_up_tokenization(text: str) -> str:
     return text
 
 
+def _import_torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        raise ImportError("return_tensors='pt' needs PyTorch (pip install torch); "
+                          "return_tensors='np' gives NumPy arrays") from None
+    return torch
+
+
 def _check_texts(texts: Sequence[Any], what: str) -> None:
     for i, t in enumerate(texts):
         if not isinstance(t, str):
@@ -420,6 +621,7 @@ def load_tokenizer(path: PathLike) -> Tokenizer | CharTokenizer:
 
 __all__ = [
     "BERT_SPECIALS",
+    "BatchEncoding",
     "CharTokenizer",
     "PRETRAINED_ALIASES",
     "Tokenizer",
