@@ -7,18 +7,30 @@
 from seqlab import backend
 from seqlab.autograd import (Function, Tensor, enable_grad, inference_mode, is_grad_enabled, no_grad,
                              set_grad_enabled)
-from seqlab.creation import (abs, arange, argmax, argmin, argsort, bmm, cat, cumsum, exp, eye, from_numpy, full,
-                             full_like, log, log_softmax, matmul, maximum, mm, multinomial, ones, ones_like, rand,
-                             randint, randn, relu, sigmoid, softmax, sort, sqrt, stack, tanh, tensor, topk, tril,
-                             triu, where, zeros, zeros_like)
+from seqlab.creation import (abs, arange, argmax, argmin, argsort, bmm, cat, clamp, clip, cos, cumsum, empty, exp,
+                             eye, flatten, from_numpy, full, full_like, is_tensor, log, log_softmax, matmul, max,
+                             maximum, mean, min, minimum, mm, multinomial, normal, numel, ones, ones_like, permute,
+                             pow, rand, randint, randn, relu, repeat_interleave, reshape, sigmoid, sin, softmax, sort,
+                             sqrt, squeeze, stack, sum, tanh, tensor, topk, transpose, tril, triu, unsqueeze, where,
+                             zeros, zeros_like)
 from seqlab.random import manual_seed
 from seqlab import functional, nn, optim  # noqa: E402  (seqlab.nn.Linear, as torch.nn)
+from seqlab import utils  # noqa: E402  (seqlab.utils.data.DataLoader, as torch.utils.data)
 
 __version__ = "0.1.0"
 
-float32 = backend.np.float32
-float64 = backend.np.float64
-int64 = backend.np.int64
+# dtypes, with torch's names: NumPy's scalar types, which every `dtype=` and `.to()` takes (seqlab.long is int64,
+# seqlab.int int32, seqlab.float float32, as torch's). Names that shadow Python's builtins (int, float, bool, sum,
+# max, min, pow) stay out of __all__, so `from seqlab import *` leaves the builtins alone.
+float16 = half = backend.np.float16
+float32 = float = backend.np.float32  # noqa: A001
+float64 = double = backend.np.float64
+uint8 = backend.np.uint8
+int8 = backend.np.int8
+int16 = short = backend.np.int16
+int32 = int = backend.np.int32  # noqa: A001
+int64 = long = backend.np.int64
+bool = backend.np.bool_  # noqa: A001
 
 __all__ = [
     "Tensor", "Function", "no_grad", "enable_grad", "is_grad_enabled", "set_grad_enabled", "inference_mode",
@@ -27,5 +39,8 @@ __all__ = [
     "zeros_like", "ones_like", "full_like", "eye", "from_numpy", "randint", "multinomial",
     "exp", "log", "sqrt", "abs", "tanh", "sigmoid", "relu", "softmax", "log_softmax", "argmax", "argmin",
     "topk", "sort", "argsort", "cumsum", "matmul", "mm", "bmm", "tril", "triu",
-    "backend", "float32", "float64", "int64",
+    "sin", "cos", "clamp", "clip", "minimum", "mean", "numel", "is_tensor", "unsqueeze", "squeeze", "transpose",
+    "permute", "reshape", "flatten", "repeat_interleave", "normal", "empty",
+    "backend", "float16", "half", "float32", "float64", "double", "uint8", "int8", "int16", "short", "int32",
+    "int64", "long",
 ]

@@ -2,14 +2,17 @@
 `torch.*` functions that are a Tensor method (`seqlab.exp(x)` is `x.exp()`)."""
 from __future__ import annotations
 
+import builtins  # this module defines torch's sum, max, min, pow, abs
+
 import numpy as np
 
 from seqlab import backend
 from seqlab import random as _random
+from seqlab.autograd.function import is_grad_enabled
 from seqlab.autograd.ops import elementwise as E
 from seqlab.autograd.ops import movement as V
 from seqlab.autograd.ops.reduce import normalize_dim
-from seqlab.autograd.tensor import _KIND_RANK, Tensor, _arr
+from seqlab.autograd.tensor import _KIND_RANK, Tensor, _arr, _dim_or_axis
 
 
 def _dtype(dtype):
@@ -20,18 +23,29 @@ def tensor(data, dtype=None, requires_grad: bool = False, device: str | None = N
     return Tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
 
 
-def _shape(shape):
+def _shape(shape, size=None, name: str = "zeros"):
+    """A shape given as `f(2, 3)`, `f((2, 3))` or torch's keyword `f(size=(2, 3))` (not both)."""
+    if size is not None:
+        if shape:
+            raise TypeError(f"{name}() got a shape {shape} and size={size!r}; pass one")
+        return (size,) if isinstance(size, (int, np.integer)) else tuple(size)
     return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
 
 
-def zeros(*shape, dtype=None, requires_grad=False, device=None) -> Tensor:
+def zeros(*shape, size=None, dtype=None, requires_grad=False, device=None) -> Tensor:
     xp = backend.get_xp(device)
-    return Tensor(xp.zeros(_shape(shape), dtype=_dtype(dtype)), requires_grad=requires_grad)
+    return Tensor(xp.zeros(_shape(shape, size, "zeros"), dtype=_dtype(dtype)), requires_grad=requires_grad)
 
 
-def ones(*shape, dtype=None, requires_grad=False, device=None) -> Tensor:
+def ones(*shape, size=None, dtype=None, requires_grad=False, device=None) -> Tensor:
     xp = backend.get_xp(device)
-    return Tensor(xp.ones(_shape(shape), dtype=_dtype(dtype)), requires_grad=requires_grad)
+    return Tensor(xp.ones(_shape(shape, size, "ones"), dtype=_dtype(dtype)), requires_grad=requires_grad)
+
+
+def empty(*shape, size=None, dtype=None, requires_grad=False, device=None) -> Tensor:
+    """torch.empty: its values are unspecified there; here zeros."""
+    xp = backend.get_xp(device)
+    return Tensor(xp.zeros(_shape(shape, size, "empty"), dtype=_dtype(dtype)), requires_grad=requires_grad)
 
 
 def _scalar_dtype(value) -> np.dtype:
@@ -102,16 +116,16 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
     return Tensor(arr, requires_grad=requires_grad)
 
 
-def randn(*shape, dtype=None, requires_grad=False, generator: np.random.Generator | None = None,
+def randn(*shape, size=None, dtype=None, requires_grad=False, generator: np.random.Generator | None = None,
           device=None) -> Tensor:
     gen = generator or _random.default_generator()
-    arr = gen.standard_normal(_shape(shape)).astype(_dtype(dtype))
+    arr = gen.standard_normal(_shape(shape, size, "randn")).astype(_dtype(dtype))
     return Tensor(backend.to_device(arr, device or backend.get_device()), requires_grad=requires_grad)
 
 
-def rand(*shape, dtype=None, requires_grad=False, generator=None, device=None) -> Tensor:
+def rand(*shape, size=None, dtype=None, requires_grad=False, generator=None, device=None) -> Tensor:
     gen = generator or _random.default_generator()
-    arr = gen.random(_shape(shape)).astype(_dtype(dtype))
+    arr = gen.random(_shape(shape, size, "rand")).astype(_dtype(dtype))
     return Tensor(backend.to_device(arr, device or backend.get_device()), requires_grad=requires_grad)
 
 
@@ -173,7 +187,9 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     return Tensor(backend.to_device(idx, input.device if isinstance(input, Tensor) else "cpu"))
 
 
-def cat(tensors, dim: int = 0) -> Tensor:
+def cat(tensors, dim: int | None = None, *, axis: int | None = None) -> Tensor:
+    """Join along `dim` (or torch's alias `axis`; 0 by default)."""
+    dim = _dim_or_axis("cat", dim, axis, default=0)
     tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
     if not tensors:
         raise ValueError("cat() needs at least one tensor")
@@ -187,7 +203,8 @@ def cat(tensors, dim: int = 0) -> Tensor:
     return V.Cat.apply(*_one_dtype(tensors), dim=d)
 
 
-def stack(tensors, dim: int = 0) -> Tensor:
+def stack(tensors, dim: int | None = None, *, axis: int | None = None) -> Tensor:
+    dim = _dim_or_axis("stack", dim, axis, default=0)
     tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
     shapes = {t.shape for t in tensors}
     if len(shapes) != 1:
@@ -198,7 +215,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
 def _one_dtype(tensors: list) -> list:
     """The tensors in torch's result dtype for cat and stack: the highest kind (bool < integer < float)
     wins and the widest dtype within it, so float32 beside int64 stays float32 (NumPy: float64)."""
-    top = max(_KIND_RANK.get(t.dtype.kind, 2) for t in tensors)
+    top = builtins.max(_KIND_RANK.get(t.dtype.kind, 2) for t in tensors)
     dtype = np.result_type(*[t.dtype for t in tensors if _KIND_RANK.get(t.dtype.kind, 2) == top])
     return [t._cast(dtype) for t in tensors]
 
@@ -214,7 +231,7 @@ def where(condition, input, other) -> Tensor:
     if not hasattr(cond, "dtype"):
         cond = np.asarray(cond)
     if isinstance(input, _SCALARS) and isinstance(other, _SCALARS):
-        kind = max(_KIND_RANK[_scalar_dtype(v).kind] for v in (input, other))
+        kind = builtins.max(_KIND_RANK[_scalar_dtype(v).kind] for v in (input, other))
         dtype = (np.dtype(bool), np.dtype(np.int64), np.dtype(backend.default_dtype()))[kind]
         xp = backend.xp_of(cond)
         return Tensor(xp.where(cond, xp.asarray(input, dtype=dtype), xp.asarray(other, dtype=dtype)))
@@ -227,8 +244,19 @@ def where(condition, input, other) -> Tensor:
     return E.Where.apply(cond, a, b)
 
 
-def maximum(a, b) -> Tensor:
+def maximum(input, other) -> Tensor:
+    """Element-wise max in torch's result dtype (`Tensor._promoted`); ties split the gradient."""
+    a, b = (input if isinstance(input, Tensor) else Tensor(input))._promoted(other)
     return E.Maximum.apply(a, b)
+
+
+def minimum(input, other) -> Tensor:
+    """Element-wise min: −maximum(−a, −b) for floats (exact, ties split the gradient as torch's), the
+    arrays' min for integers and bools (no gradient)."""
+    a, b = (input if isinstance(input, Tensor) else Tensor(input))._promoted(other)
+    if a.dtype.kind == "f":
+        return -E.Maximum.apply(-a, -b)
+    return Tensor(backend.xp_of(a.data).minimum(a.data, _arr(b)))
 
 
 def no_grad_tensor(arr) -> Tensor:
@@ -325,3 +353,144 @@ def tril(input: Tensor, diagonal: int = 0) -> Tensor:
 
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     return _need_tensor("triu", input).triu(diagonal)
+
+
+# ---- more torch.* functions: math, reductions, shapes --------------------------------------------------------
+def sin(input: Tensor) -> Tensor:
+    return _need_tensor("sin", input).sin()
+
+
+def cos(input: Tensor) -> Tensor:
+    return _need_tensor("cos", input).cos()
+
+
+def pow(input, exponent) -> Tensor:  # noqa: A001 (torch's name)
+    """torch.pow: tensor ** number, tensor ** tensor, or number ** tensor (`pow(10000, t)`)."""
+    if isinstance(input, Tensor):
+        return input ** exponent
+    if isinstance(exponent, Tensor) and isinstance(input, _SCALARS):
+        return input ** exponent
+    raise TypeError(f"pow(): expected a tensor and a number or two tensors, got {type(input).__name__} and "
+                    f"{type(exponent).__name__}")
+
+
+def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 (torch's names)
+    return _need_tensor("clamp", input).clamp(min, max)
+
+
+clip = clamp
+
+
+def _reduction_input(name: str, input) -> Tensor:
+    """A tensor, or an array (seqlab's `p.grad` is a NumPy array: `torch.sum(p.grad ** 2)`) as one."""
+    if isinstance(input, Tensor):
+        return input
+    if hasattr(input, "dtype") and hasattr(input, "shape"):
+        return Tensor(input)
+    raise TypeError(f"{name}(): argument 'input' must be Tensor (or an array), not {type(input).__name__}")
+
+
+def sum(input, dim=None, keepdim: bool = False, *, dtype=None, axis=None) -> Tensor:  # noqa: A001
+    return _reduction_input("sum", input).sum(dim, keepdim, dtype=dtype, axis=axis)
+
+
+def mean(input, dim=None, keepdim: bool = False, *, dtype=None, axis=None) -> Tensor:
+    return _reduction_input("mean", input).mean(dim, keepdim, dtype=dtype, axis=axis)
+
+
+def _is_other(x) -> bool:
+    return isinstance(x, Tensor) or isinstance(x, np.ndarray)
+
+
+def max(input, dim=None, keepdim: bool = False, *, axis=None):  # noqa: A001
+    """torch.max: max(x) the largest value; max(x, dim) (values, indices); max(x, other) `maximum`."""
+    x = _reduction_input("max", input)
+    if _is_other(dim):
+        return maximum(x, dim)
+    return x.max(dim, keepdim, axis=axis)
+
+
+def min(input, dim=None, keepdim: bool = False, *, axis=None):  # noqa: A001
+    """torch.min: min(x), min(x, dim) -> (values, indices), min(x, other) `minimum`."""
+    x = _reduction_input("min", input)
+    if _is_other(dim):
+        return minimum(x, dim)
+    return x.min(dim, keepdim, axis=axis)
+
+
+def numel(input: Tensor) -> int:
+    return _need_tensor("numel", input).numel()
+
+
+def is_tensor(obj) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    return _need_tensor("unsqueeze", input).unsqueeze(dim)
+
+
+def squeeze(input: Tensor, dim=None) -> Tensor:
+    return _need_tensor("squeeze", input).squeeze(dim)
+
+
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    return _need_tensor("transpose", input).transpose(dim0, dim1)
+
+
+def permute(input: Tensor, dims) -> Tensor:
+    return _need_tensor("permute", input).permute(dims)
+
+
+def reshape(input: Tensor, shape) -> Tensor:
+    return _need_tensor("reshape", input).reshape(shape)
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    return _need_tensor("flatten", input).flatten(start_dim, end_dim)
+
+
+def repeat_interleave(input: Tensor, repeats=None, dim=None, *, output_size=None) -> Tensor:
+    """torch.repeat_interleave(x, repeats, dim=None); with one integer tensor, the indices 0, 1, ... each
+    repeated as often as it says (`repeat_interleave(tensor([1, 2]))` is [0, 1, 1])."""
+    x = _need_tensor("repeat_interleave", input)
+    if repeats is None:
+        if x.ndim != 1 or x.dtype.kind not in "iu":
+            raise ValueError(f"repeat_interleave(repeats): repeats must be a 1-D integer tensor, got dtype "
+                             f"{x.dtype} and shape {x.shape}")
+        return arange(x.shape[0], device=x.device).repeat_interleave(x, 0, output_size=output_size)
+    return x.repeat_interleave(repeats, dim, output_size=output_size)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator: np.random.Generator | None = None, dtype=None,
+           device=None, requires_grad: bool = False) -> Tensor:
+    """Draws from N(mean, std²), seeded by `seqlab.manual_seed`: `normal(0.0, 1.0, size)` with numbers (the
+    default float dtype unless `dtype`), or a tensor `mean` and/or `std` (their broadcast shape and dtype).
+    As torch, a tensor mean or std that requires grad gets a gradient of 0 (the draw is not
+    reparameterized)."""
+    gen = generator or _random.default_generator()
+    tensors = [v for v in (mean, std) if isinstance(v, Tensor)]
+    if not tensors:
+        if size is None:
+            raise TypeError("normal(): with a number mean and std, pass size (as torch)")
+        if std < 0:
+            raise ValueError(f"normal expects std >= 0.0, but found std {std}")
+        arr = gen.normal(mean, std, _shape((), size, "normal")).astype(_dtype(dtype))
+        return Tensor(backend.to_device(arr, device or backend.get_device()), requires_grad=requires_grad)
+    if size is not None:
+        raise TypeError("normal(): size goes only with a number mean and std; a tensor gives the shape")
+    for t in tensors:
+        if t.dtype.kind != "f":
+            raise TypeError(f"normal(): a tensor mean or std must be floating point, got dtype {t.dtype}")
+    out_dtype = np.result_type(*[t.dtype for t in tensors])
+    m, s = (backend.to_numpy(_arr(v)).astype(np.float64) if isinstance(v, Tensor) else float(v) for v in (mean, std))
+    if np.any(np.asarray(s) < 0):
+        raise ValueError("normal expects all elements of std >= 0.0")
+    shape = np.broadcast_shapes(np.shape(m), np.shape(s))
+    arr = (m + s * gen.standard_normal(shape)).astype(out_dtype)
+    out = Tensor(backend.to_device(arr, tensors[0].device))
+    never = backend.xp_of(out.data).zeros(shape, dtype=bool)
+    for t in tensors:  # a zero gradient for each input that requires one, as torch's
+        if t.requires_grad and is_grad_enabled():
+            out = E.Where.apply(never, t, out)
+    return out

@@ -14,7 +14,7 @@ import numpy as np
 from seqlab import backend
 from seqlab.autograd import engine
 from seqlab.autograd import versions as _versions
-from seqlab.autograd.function import is_grad_enabled
+from seqlab.autograd.function import Function, is_grad_enabled
 from seqlab.autograd.ops import activation as A
 from seqlab.autograd.ops import elementwise as E
 from seqlab.autograd.ops import matmul as M
@@ -46,6 +46,44 @@ def _arr(x):
 
 
 _KIND_RANK = {"b": 0, "i": 1, "u": 1, "f": 2}  # torch's promotion categories: bool < integer < float
+
+
+class Sin(Function):
+    """sin a; d/da = cos a."""
+
+    def forward(self, a):
+        self.save_for_backward(a)
+        return backend.xp_of(a).sin(a)
+
+    def backward(self, grad):
+        return (grad * backend.xp_of(grad).cos(self.saved[0]),)
+
+
+class Cos(Function):
+    """cos a; d/da = −sin a."""
+
+    def forward(self, a):
+        self.save_for_backward(a)
+        return backend.xp_of(a).cos(a)
+
+    def backward(self, grad):
+        return (-grad * backend.xp_of(grad).sin(self.saved[0]),)
+
+
+# torch's names for tensor types (`x.type()`), here with "seqlab." in front: 'seqlab.FloatTensor'
+_TYPE_NAMES = {np.dtype(np.float32): "FloatTensor", np.dtype(np.float64): "DoubleTensor",
+               np.dtype(np.float16): "HalfTensor", np.dtype(np.int64): "LongTensor", np.dtype(np.int32): "IntTensor",
+               np.dtype(np.int16): "ShortTensor", np.dtype(np.int8): "CharTensor", np.dtype(np.uint8): "ByteTensor",
+               np.dtype(bool): "BoolTensor"}
+
+
+def _dim_or_axis(name: str, dim, axis, default=None):
+    """`dim`, or torch's NumPy-style alias `axis` (x.sum(axis=1)); both at once is a TypeError, as torch."""
+    if axis is None:
+        return default if dim is None else dim
+    if dim is not None:
+        raise TypeError(f"{name}() got both dim={dim!r} and its alias axis={axis!r}; pass one")
+    return axis
 
 
 class Tensor:
@@ -186,6 +224,20 @@ class Tensor:
 
     def detach(self) -> "Tensor":
         return Tensor._from_op(self.data, None)
+
+    def detach_(self) -> "Tensor":
+        """In place: this tensor leaves the graph (a leaf that requires no grad) and is returned. As torch,
+        a view refuses: here a tensor recorded as made by reshape/view, permute/transpose, expand or slicing
+        (one made under no_grad records nothing and is detached)."""
+        ctx = self._ctx
+        if isinstance(ctx, (V.Reshape, V.Permute, V.Expand)) or (isinstance(ctx, V.GetItem)
+                                                                  and V._is_basic(ctx.index)):
+            raise RuntimeError(f"Can't detach views in-place (this tensor was made by the view op "
+                               f"{type(ctx).__name__}). Use detach() instead (as torch)")
+        if isinstance(ctx, Function):
+            ctx.out_ref = None  # a later backward through the graph must not hand this tensor its creator back
+        self._ctx, self.requires_grad, self._retains_grad = None, False, False
+        return self
 
     def requires_grad_(self, mode: bool = True) -> "Tensor":
         if mode and self.data.dtype.kind not in "fc":  # as the constructor (torch: RuntimeError, same words)
@@ -358,9 +410,13 @@ class Tensor:
         return self.to("cuda")
 
     def astype(self, dtype) -> "Tensor":
+        """This tensor in `dtype`; a float result keeps the gradient, an integer or bool one has none."""
         from seqlab.autograd.ops.cast import Cast
 
-        return Cast.apply(self, dtype=np.dtype(dtype))
+        dtype = np.dtype(dtype)
+        if dtype.kind not in "fc":
+            return Tensor._from_op(self.data.astype(dtype), None)
+        return Cast.apply(self, dtype=dtype)
 
     def float(self) -> "Tensor":
         return self.astype(np.float32)
@@ -373,6 +429,36 @@ class Tensor:
 
     def bool(self) -> "Tensor":
         return Tensor(self.data.astype(bool))
+
+    def int(self) -> "Tensor":
+        """int32, as torch's .int() (.long() is int64)."""
+        return Tensor(self.data.astype(np.int32))
+
+    def short(self) -> "Tensor":
+        return Tensor(self.data.astype(np.int16))
+
+    def half(self) -> "Tensor":
+        return self.astype(np.float16)
+
+    def type(self, dtype=None):
+        """No argument: the type's name as torch's ('seqlab.FloatTensor', 'seqlab.cuda.LongTensor'). With a
+        dtype, a dtype name ('float64') or a type name ('torch.LongTensor'): this tensor in that dtype (itself
+        when it has it already)."""
+        if dtype is None:
+            name = _TYPE_NAMES.get(self.dtype, f"{self.dtype}Tensor")
+            return f"seqlab.cuda.{name}" if self.device == "cuda" else f"seqlab.{name}"
+        if isinstance(dtype, str):
+            short_name = dtype.rsplit(".", 1)[-1]
+            by_name = {v: k for k, v in _TYPE_NAMES.items()}
+            if short_name in by_name:
+                dtype = by_name[short_name]
+            else:
+                try:
+                    dtype = np.dtype(dtype)
+                except TypeError:
+                    raise ValueError(f"invalid type: {dtype!r} (a dtype such as seqlab.float64, its name "
+                                     f"'float64', or a type name such as 'torch.LongTensor')") from None
+        return self.to(dtype)
 
     def contiguous(self) -> "Tensor":
         return self
@@ -517,7 +603,12 @@ class Tensor:
     def __pow__(self, p):
         if isinstance(p, Tensor):
             return E.PowTensor.apply(*self._promoted(p))
-        return E.Pow.apply(self, p)
+        x = self
+        if isinstance(p, (float, np.floating)) and self.dtype.kind not in "fc":  # as torch: int ** 2.0 is float32
+            x = self._cast(np.dtype(backend.default_dtype()))
+        elif self.dtype.kind == "b" and not isinstance(p, (bool, np.bool_)):
+            x = self._cast(np.dtype(np.int64))
+        return E.Pow.apply(x, p)
 
     def __rpow__(self, base):
         b, a = self._promoted(base)  # base ** self: the scalar base in the promoted dtype
@@ -580,6 +671,16 @@ class Tensor:
 
     def sigmoid(self):
         return A.Sigmoid.apply(self)
+
+    def _float_input(self) -> "Tensor":
+        """Itself, or for an integer or bool tensor its values in the default float dtype (torch's sin(int))."""
+        return self if self.dtype.kind in "fc" else self._cast(np.dtype(backend.default_dtype()))
+
+    def sin(self):
+        return Sin.apply(self._float_input())
+
+    def cos(self):
+        return Cos.apply(self._float_input())
 
     def tanh(self):
         return A.Tanh.apply(self)
@@ -677,15 +778,19 @@ class Tensor:
         return Tensor(self.data | _arr(o))
 
     # ---- reductions -------------------------------------------------------
-    def sum(self, dim=None, keepdim: bool = False):
-        return R.Sum.apply(self, dim=dim, keepdim=keepdim)
+    # `axis=` is torch's alias for `dim` in every reduction below (x.sum(axis=1)); `dtype=` casts first.
+    def sum(self, dim=None, keepdim: bool = False, *, dtype=None, axis=None):
+        x = self if dtype is None else self.astype(dtype)
+        return R.Sum.apply(x, dim=_dim_or_axis("sum", dim, axis), keepdim=keepdim)
 
-    def mean(self, dim=None, keepdim: bool = False):
-        return R.Mean.apply(self, dim=dim, keepdim=keepdim)
+    def mean(self, dim=None, keepdim: bool = False, *, dtype=None, axis=None):
+        x = self if dtype is None else self.astype(dtype)
+        return R.Mean.apply(x, dim=_dim_or_axis("mean", dim, axis), keepdim=keepdim)
 
-    def var(self, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None):
+    def var(self, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None, axis=None):
         """torch's signatures: `var(dim=None, unbiased=True, keepdim=False)`, `var(dim, *, correction=1,
         keepdim=False)` (the divisor is n − correction: unbiased is 1, biased 0) and `var(unbiased)`."""
+        dim = _dim_or_axis("var", dim, axis)
         if isinstance(dim, (bool, np.bool_)):  # var(False): torch's `var(unbiased)`
             if unbiased is not None:
                 raise TypeError("var(): a bool first argument is `unbiased`, and unbiased was given again")
@@ -695,37 +800,40 @@ class Tensor:
         corr = correction if correction is not None else 1 if unbiased is None else int(bool(unbiased))
         return R.Var.apply(self, dim=dim, keepdim=keepdim, correction=corr)
 
-    def std(self, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None):
+    def std(self, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None, axis=None):
         """The square root of `var`, with var's arguments."""
-        return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
+        return self.var(_dim_or_axis("std", dim, axis), unbiased, keepdim, correction=correction).sqrt()
 
-    def max(self, dim=None, keepdim: bool = False):
+    def max(self, dim=None, keepdim: bool = False, *, axis=None):
         """Without `dim`: the max value. With `dim`: (values, indices) as torch."""
-        return _minmax(self, dim, keepdim, use_min=False)
+        return _minmax(self, _dim_or_axis("max", dim, axis), keepdim, use_min=False)
 
-    def min(self, dim=None, keepdim: bool = False):
-        return _minmax(self, dim, keepdim, use_min=True)
+    def min(self, dim=None, keepdim: bool = False, *, axis=None):
+        return _minmax(self, _dim_or_axis("min", dim, axis), keepdim, use_min=True)
 
-    def amax(self, dim=None, keepdim: bool = False):
-        return R.Max.apply(self, dim=dim, keepdim=keepdim)
+    def amax(self, dim=None, keepdim: bool = False, *, axis=None):
+        return R.Max.apply(self, dim=_dim_or_axis("amax", dim, axis), keepdim=keepdim)
 
-    def argmax(self, dim=None, keepdim: bool = False):
-        return _argminmax(self, dim, keepdim, use_min=False)
+    def argmax(self, dim=None, keepdim: bool = False, *, axis=None):
+        return _argminmax(self, _dim_or_axis("argmax", dim, axis), keepdim, use_min=False)
 
-    def argmin(self, dim=None, keepdim: bool = False):
-        return _argminmax(self, dim, keepdim, use_min=True)
+    def argmin(self, dim=None, keepdim: bool = False, *, axis=None):
+        return _argminmax(self, _dim_or_axis("argmin", dim, axis), keepdim, use_min=True)
 
-    def all(self, dim=None, keepdim: bool = False) -> "Tensor":
+    def all(self, dim=None, keepdim: bool = False, *, axis=None) -> "Tensor":
         """Whether every element (along `dim`: an int or a tuple) is nonzero, a bool tensor (no gradient)."""
-        return Tensor._from_op(backend.xp_of(self.data).asarray(
-            self.data.all(axis=normalize_dims(dim, self.ndim), keepdims=keepdim)), None)
+        dims = normalize_dims(_dim_or_axis("all", dim, axis), self.ndim)
+        return Tensor._from_op(backend.xp_of(self.data).asarray(self.data.all(axis=dims, keepdims=keepdim)), None)
 
-    def any(self, dim=None, keepdim: bool = False) -> "Tensor":
-        return Tensor._from_op(backend.xp_of(self.data).asarray(
-            self.data.any(axis=normalize_dims(dim, self.ndim), keepdims=keepdim)), None)
+    def any(self, dim=None, keepdim: bool = False, *, axis=None) -> "Tensor":
+        dims = normalize_dims(_dim_or_axis("any", dim, axis), self.ndim)
+        return Tensor._from_op(backend.xp_of(self.data).asarray(self.data.any(axis=dims, keepdims=keepdim)), None)
 
-    def cumsum(self, dim: int, *, dtype=None) -> "Tensor":
+    def cumsum(self, dim=None, *, dtype=None, axis=None) -> "Tensor":
         """Running sum along `dim`, with gradient; bool and integer tensors sum in int64 (as torch)."""
+        dim = _dim_or_axis("cumsum", dim, axis)
+        if dim is None:
+            raise TypeError("cumsum() missing required argument 'dim' (or its alias 'axis')")
         x = self if dtype is None else self.astype(dtype)
         if x.ndim == 0:
             normalize_dim(dim, 0)
@@ -797,6 +905,8 @@ class Tensor:
         if self.ndim:
             dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
         return V.Permute.apply(self, dims=tuple(dims))
+
+    swapaxes = swapdims = transpose  # torch's (and NumPy's) other names
 
     @property
     def T(self):
@@ -895,6 +1005,33 @@ class Tensor:
         out = self.reshape(inter).expand(*target)  # (r0, s0, r1, s1, ...)
         return out.reshape(tuple(r * s for r, s in zip(sizes, shape)))
 
+    def repeat_interleave(self, repeats, dim=None, *, output_size=None) -> "Tensor":
+        """Each element (or slice along `dim`) `repeats` times in a row: an int, or a 1-D integer tensor of
+        one count per slice (or one for all). Without `dim` the tensor is flattened first (as torch). Picked
+        by an integer index, so the gradient of the copies adds up."""
+        x = self.reshape(-1) if dim is None or self.ndim == 0 else self
+        d = normalize_dim(0 if dim is None else dim, x.ndim)
+        n = x.shape[d]
+        if isinstance(repeats, (bool, np.bool_)) or not isinstance(repeats, (int, np.integer, Tensor, np.ndarray)):
+            raise TypeError(f"repeat_interleave(): repeats must be an int or an integer tensor, "
+                            f"got {type(repeats).__name__}")
+        counts = backend.to_numpy(_arr(repeats)) if not isinstance(repeats, (int, np.integer)) else np.asarray(repeats)
+        if counts.dtype.kind not in "iu":
+            raise TypeError(f"repeat_interleave(): repeats must hold integers, got dtype {counts.dtype}")
+        if counts.ndim > 1:
+            raise ValueError(f"repeat_interleave(): repeats must be 0-dim or 1-dim, got shape {counts.shape}")
+        if counts.size == 1:
+            counts = np.full(n, counts.reshape(()), dtype=np.int64)
+        if counts.shape[0] != n:
+            raise ValueError(f"repeat_interleave(): repeats has {counts.shape[0]} counts but the input has "
+                             f"{n} slices along dim {d} (shape {x.shape})")
+        if (counts < 0).any():
+            raise ValueError("repeat_interleave(): repeats must be non-negative")
+        idx = np.repeat(np.arange(n, dtype=np.int64), counts)
+        if output_size is not None and output_size != idx.size:
+            raise ValueError(f"repeat_interleave(): output_size={output_size} but the repeats make {idx.size}")
+        return x[(slice(None),) * d + (idx,)]  # (..., Σ repeats, ...)
+
     def chunk(self, chunks: int, dim: int = 0):
         if chunks <= 0:
             raise ValueError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
@@ -904,15 +1041,16 @@ class Tensor:
         size = -(-n // chunks)
         return self.split(size, dim)
 
-    def softmax(self, dim: int = -1):
+    def softmax(self, dim=None, *, dtype=None, axis=None):
+        """Along `dim` (or `axis`; the last by default)."""
         from seqlab import functional as F
 
-        return F.softmax(self, dim)
+        return F.softmax(self, _dim_or_axis("softmax", dim, axis, default=-1), dtype=dtype)
 
-    def log_softmax(self, dim: int = -1):
+    def log_softmax(self, dim=None, *, dtype=None, axis=None):
         from seqlab import functional as F
 
-        return F.log_softmax(self, dim)
+        return F.log_softmax(self, _dim_or_axis("log_softmax", dim, axis, default=-1), dtype=dtype)
 
 
 def _keep(arr, dim, keepdim):
