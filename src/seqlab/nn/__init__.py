@@ -3,7 +3,7 @@ from seqlab.nn import init
 from seqlab.nn.activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from seqlab.nn.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from seqlab.nn.dropout import Dropout
-from seqlab.nn.linear import Flatten, Identity, Linear
+from seqlab.nn.linear import Flatten, Identity, LazyLinear, Linear
 from seqlab.nn.loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from seqlab.nn.module import Module, Parameter
 from seqlab.nn.norm import LayerNorm, RMSNorm
@@ -14,7 +14,7 @@ from seqlab.nn.transformer import (ALiBi, LearnedPositionalEmbedding, MultiheadA
 
 __all__ = [
     "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "AdditiveAttention", "LuongAttention",
-    "init", "Module", "Parameter", "Linear", "Identity", "Embedding", "LayerNorm", "RMSNorm", "Dropout",
+    "init", "Module", "Parameter", "Linear", "LazyLinear", "Identity", "Embedding", "LayerNorm", "RMSNorm", "Dropout",
     "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "ReLU", "GELU", "Tanh",
     "Sigmoid", "SiLU", "Softmax",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss", "LeakyReLU", "LogSoftmax", "Flatten",

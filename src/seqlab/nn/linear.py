@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from seqlab import functional as F
-from seqlab import creation
+from seqlab import backend, creation
 from seqlab.autograd.tensor import Tensor
 from seqlab.nn import init
 from seqlab.nn.module import Module, Parameter, takes_device
@@ -50,6 +50,65 @@ class Linear(Module):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+@takes_device
+class LazyLinear(Linear):
+    """A Linear whose in_features is read from its first input (torch.nn.LazyLinear, d2l's layers).
+
+    Until the first forward, `in_features` is 0 and `weight` and `bias` are
+    placeholder Parameters holding no numbers (shape (0,)). The first forward
+    sets in_features = x.shape[-1], gives those same Parameter objects their
+    arrays, (out_features, in_features) and (out_features,), drawn as
+    `Linear(in_features, out_features)` would draw them from seqlab's generator
+    at that moment, and turns the module into a plain `Linear` (as torch: then
+    `type(m) is nn.Linear`; a later input of another width is Linear's error).
+
+    Since the Parameter objects stay the same, an optimizer built before the
+    first forward updates the real weights (seqlab's optimizers read `p.data`
+    at each step). What needs the shapes before then fails: loading a
+    state_dict into a layer not yet run reports a shape mismatch (torch fills
+    the placeholders from the checkpoint), so run one forward on a sample
+    batch first (d2l's `apply_init` does), and `nn.init` on a placeholder has nothing to fill yet.
+    """
+
+    def __init__(self, out_features: int, bias: bool = True, dtype=None):
+        Module.__init__(self)
+        if out_features <= 0:
+            raise ValueError(f"LazyLinear needs a positive out_features, got {out_features}")
+        self.in_features, self.out_features = 0, out_features  # 0 until the first forward, as torch
+        self.weight = Parameter(creation.zeros(0, dtype=dtype))
+        if bias:
+            self.bias = Parameter(creation.zeros(0, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+
+    def has_uninitialized_params(self) -> bool:
+        return self.in_features == 0
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params():  # pragma: no cover - the layer is a Linear by then
+            super().reset_parameters()
+
+    def initialize_parameters(self, x) -> None:
+        """Size `weight` and `bias` for x's last dim and draw them (torch's name; forward calls it)."""
+        if not self.has_uninitialized_params():
+            return
+        if not hasattr(x, "shape") or len(x.shape) == 0 or x.shape[-1] == 0:
+            raise ValueError(f"LazyLinear reads in_features from x's last dim, but x has shape "
+                             f"{getattr(x, 'shape', None)}")
+        self.in_features = int(x.shape[-1])
+        xp = backend.xp_of(self.weight.data)
+        self.weight.data = xp.zeros((self.out_features, self.in_features), dtype=self.weight.dtype)
+        if self.bias is not None:
+            self.bias.data = xp.zeros(self.out_features, dtype=self.bias.dtype)
+        Linear.reset_parameters(self)
+        self.__class__ = Linear
+
+    def forward(self, x: Tensor) -> Tensor:
+        if hasattr(x, "dtype") and np.dtype(x.dtype).kind == "f":  # else Linear.forward's type errors
+            self.initialize_parameters(x)
+        return Linear.forward(self, x)
 
 
 FUSE_FEED_FORWARD = True  # False: `feed_forward_in` runs three ops (benchmarks/engine_ab.py --switch fused-ff)
