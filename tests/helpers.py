@@ -36,8 +36,8 @@ try:
 except ImportError:  # pragma: no cover - torch is a test dependency
     torch = None
 
-__all__ = ["check_op", "check_module", "gradcheck", "const", "assert_close", "to_torch", "to_seqlab",
-           "flatten_outputs", "DTYPES"]
+__all__ = ["check_op", "check_module", "gradcheck", "const", "assert_close", "same_as_torch", "to_torch",
+           "to_seqlab", "flatten_outputs", "DTYPES"]
 
 DTYPES = {"float64": np.float64, "float32": np.float32}
 
@@ -50,6 +50,17 @@ class const:
 
 
 # ---- comparison ---------------------------------------------------------------------------
+def same_as_torch(s, t) -> None:
+    """seqlab tensor `s` equals torch tensor `t`: shape, dtype and values (floats to 1e-6)."""
+    a, b = s.numpy(), t.detach().numpy()
+    assert a.dtype == b.dtype, (a.dtype, b.dtype)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    if a.dtype.kind == "f":
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    else:
+        np.testing.assert_array_equal(a, b)
+
+
 def assert_close(actual, expected, rtol: float, atol: float | None = None, scale_atol: float = 0.0,
                  floor: float = 0.0, what: str = "value") -> None:
     """|actual − expected| <= atol + rtol·|expected| element-wise.

@@ -5,7 +5,7 @@ top-level `seqlab.*` functions."""
 import numpy as np
 import pytest
 import torch
-from helpers import check_op, const
+from helpers import check_op, const, same_as_torch
 
 import seqlab
 
@@ -17,15 +17,7 @@ def _pair(*shape, requires_grad=False, dtype=np.float32):
     return seqlab.tensor(a.copy(), requires_grad=requires_grad), torch.tensor(a.copy(), requires_grad=requires_grad)
 
 
-def _same(s, t):
-    """seqlab tensor `s` equals torch tensor `t`: shape, dtype and values."""
-    a, b = s.numpy(), t.detach().numpy()
-    assert a.dtype == b.dtype, (a.dtype, b.dtype)
-    assert a.shape == b.shape, (a.shape, b.shape)
-    if a.dtype.kind == "f":
-        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
-    else:
-        np.testing.assert_array_equal(a, b)
+_same = same_as_torch
 
 
 # ---- 1. var / std: torch's argument positions --------------------------------------------------------------

@@ -5,22 +5,14 @@ import builtins
 import numpy as np
 import pytest
 import torch
-from helpers import check_op, const
+from helpers import check_op, const, same_as_torch
 
 import seqlab
 
 RNG = np.random.default_rng(3)
 
 
-def _same(s, t):
-    """seqlab tensor `s` equals torch tensor `t`: shape, dtype and values."""
-    a, b = s.numpy(), t.detach().numpy()
-    assert a.dtype == b.dtype, (a.dtype, b.dtype)
-    assert a.shape == b.shape, (a.shape, b.shape)
-    if a.dtype.kind == "f":
-        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
-    else:
-        np.testing.assert_array_equal(a, b)
+_same = same_as_torch
 
 
 def _both(arr):

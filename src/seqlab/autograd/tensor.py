@@ -48,28 +48,6 @@ def _arr(x):
 _KIND_RANK = {"b": 0, "i": 1, "u": 1, "f": 2}  # torch's promotion categories: bool < integer < float
 
 
-class Sin(Function):
-    """sin a; d/da = cos a."""
-
-    def forward(self, a):
-        self.save_for_backward(a)
-        return backend.xp_of(a).sin(a)
-
-    def backward(self, grad):
-        return (grad * backend.xp_of(grad).cos(self.saved[0]),)
-
-
-class Cos(Function):
-    """cos a; d/da = −sin a."""
-
-    def forward(self, a):
-        self.save_for_backward(a)
-        return backend.xp_of(a).cos(a)
-
-    def backward(self, grad):
-        return (-grad * backend.xp_of(grad).sin(self.saved[0]),)
-
-
 # torch's names for tensor types (`x.type()`), here with "seqlab." in front: 'seqlab.FloatTensor'
 _TYPE_NAMES = {np.dtype(np.float32): "FloatTensor", np.dtype(np.float64): "DoubleTensor",
                np.dtype(np.float16): "HalfTensor", np.dtype(np.int64): "LongTensor", np.dtype(np.int32): "IntTensor",
@@ -677,10 +655,10 @@ class Tensor:
         return self if self.dtype.kind in "fc" else self._cast(np.dtype(backend.default_dtype()))
 
     def sin(self):
-        return Sin.apply(self._float_input())
+        return E.Sin.apply(self._float_input())
 
     def cos(self):
-        return Cos.apply(self._float_input())
+        return E.Cos.apply(self._float_input())
 
     def tanh(self):
         return A.Tanh.apply(self)

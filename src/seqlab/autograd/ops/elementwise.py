@@ -127,6 +127,28 @@ class Log(Function):
         return (grad / self.saved[0],)
 
 
+class Sin(Function):
+    """sin a; d/da = cos a."""
+
+    def forward(self, a):
+        self.save_for_backward(a)
+        return xp_of(a).sin(a)
+
+    def backward(self, grad):
+        return (grad * xp_of(grad).cos(self.saved[0]),)
+
+
+class Cos(Function):
+    """cos a; d/da = −sin a."""
+
+    def forward(self, a):
+        self.save_for_backward(a)
+        return xp_of(a).cos(a)
+
+    def backward(self, grad):
+        return (-grad * xp_of(grad).sin(self.saved[0]),)
+
+
 class Sqrt(Function):
     """√a; `zero_at_zero`: the gradient is 0 where √a = 0 instead of inf (a 2-norm's subgradient at the
     zero vector, as torch's norm gives)."""
