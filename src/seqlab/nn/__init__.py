@@ -1,6 +1,7 @@
 """Layers with torch.nn's names, arguments and parameter names."""
 from seqlab.nn import init
 from seqlab.nn.activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from seqlab.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from seqlab.nn.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.linear import Flatten, Identity, LazyLinear, Linear
@@ -15,6 +16,7 @@ from seqlab.nn.transformer import (ALiBi, LearnedPositionalEmbedding, MultiheadA
 __all__ = [
     "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "AdditiveAttention", "LuongAttention",
     "init", "Module", "Parameter", "Linear", "LazyLinear", "Identity", "Embedding", "LayerNorm", "RMSNorm", "Dropout",
+    "BatchNorm1d", "BatchNorm2d",
     "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "ReLU", "GELU", "Tanh",
     "Sigmoid", "SiLU", "Softmax",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss", "LeakyReLU", "LogSoftmax", "Flatten",
