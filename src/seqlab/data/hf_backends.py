@@ -3,7 +3,8 @@
 BERT WordPiece from ``vocab.txt``, GPT-2 byte-level BPE from ``vocab.json`` +
 ``merges.txt``, or a ``tokenizer.json`` as it is; the special tokens' default
 names; and where a pretrained name (the bundled MiniLM) lives. `Tokenizer`
-(seqlab/data/tokenizers.py) wraps what these return.
+(seqlab/data/hf_tokenizer.py, imported from seqlab/data/tokenizers.py) wraps
+what these return.
 """
 
 from __future__ import annotations

@@ -1,0 +1,216 @@
+"""Encoding for `Tokenizer`: texts (or pairs) into int64 (B, T) arrays, as a `BatchEncoding`.
+
+`EncodingMixin` holds ``tok(texts, ...)``, ``encode``, ``encode_batch`` and
+``tokenize``; `Tokenizer` (seqlab/data/hf_tokenizer.py) mixes it in and
+provides the attributes it reads. ``_check_texts`` is the input check that
+encoding and training (seqlab/data/tokenizer_training.py) share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tokenizers import Tokenizer as _Backend
+
+from seqlab.data.batching import pad_batch
+
+
+class BatchEncoding(dict):
+    """What `Tokenizer.__call__` returns: a dict of (B, T) arrays, also read by attribute.
+
+    As transformers' ``BatchEncoding``: ``enc.input_ids`` is
+    ``enc["input_ids"]``, and ``model(**enc)`` passes the arrays as keywords.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:  # an AttributeError, so hasattr() and copy/pickle probes work
+            raise AttributeError(f"BatchEncoding has no {name!r} (it holds {', '.join(self) or 'nothing'})") from None
+
+
+class EncodingMixin:
+    """`Tokenizer`'s encoding methods; not used on its own.
+
+    Reads what `Tokenizer.__init__` sets up: the backend ``_tok``, the cache
+    of truncating copies ``_truncators``, ``kind``, ``model_max_length``, and
+    the ``pad_token_id`` role.
+    """
+
+    _tok: _Backend
+    _truncators: dict[tuple[int, str], _Backend]
+    kind: str
+    model_max_length: int | None
+    pad_token_id: int | None
+
+    def tokenize(self, text: str) -> list[str]:
+        """Token strings of ``text``, without special tokens."""
+        _check_texts([text], "text")
+        return self._tok.encode(text, add_special_tokens=False).tokens
+
+    def encode(
+        self,
+        text: str,
+        text_pair: str | None = None,
+        add_special_tokens: bool = True,
+        *,
+        truncation: bool | str = False,
+        max_length: int | None = None,
+    ) -> list[int]:
+        """Ids of one text or pair (BERT adds [CLS] A [SEP] B [SEP]; GPT-2 adds nothing).
+
+        The arguments are transformers' ``encode``'s, in its order;
+        ``truncation`` as in `__call__`.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"encode takes a str, got {type(text).__name__}")
+        if text_pair is not None and not isinstance(text_pair, str):
+            hint = ""
+            if isinstance(text_pair, bool):  # the old encode(text, add_special_tokens) order
+                hint = " (pass add_special_tokens by keyword: encode(text, add_special_tokens=False))"
+            raise TypeError(f"text_pair must be a str or None, got {type(text_pair).__name__}{hint}")
+        _check_texts([text], "text")
+        _check_texts([] if text_pair is None else [text_pair], "text_pair")
+        backend = self._tok
+        if truncation:
+            length = max_length if max_length is not None else self.model_max_length
+            if length is None:
+                raise ValueError("truncation needs max_length (this tokenizer has no model_max_length)")
+            backend = self._truncator(int(length), truncation)
+        try:
+            return backend.encode(text, text_pair, add_special_tokens=add_special_tokens).ids
+        except Exception as e:  # the Rust side raises bare Exception (e.g. impossible truncation)
+            raise ValueError(f"could not encode: {e}") from e
+
+    def encode_batch(self, texts: Sequence[str], add_special_tokens: bool = True) -> list[list[int]]:
+        """Ids of many texts, unpadded (encoded in parallel by the Rust backend)."""
+        _check_texts(texts, "texts")
+        return [e.ids for e in self._tok.encode_batch(list(texts), add_special_tokens=add_special_tokens)]
+
+    def __call__(
+        self,
+        text: str | Sequence[str],
+        text_pair: str | Sequence[str] | None = None,
+        *,
+        add_special_tokens: bool = True,
+        padding: bool | str = False,
+        truncation: bool | str = False,
+        max_length: int | None = None,
+        return_token_type_ids: bool | None = None,
+        return_attention_mask: bool | None = None,
+        return_special_tokens_mask: bool = False,
+        return_tensors: str | None = None,
+        padding_side: str = "right",
+    ) -> BatchEncoding:
+        """Encode a text or a batch (optionally of pairs) into int64 arrays (B, T).
+
+        padding: False (all rows must then have one length), True / "longest"
+            (pad to the longest row), or "max_length" (pad to ``max_length``).
+        truncation: True / "longest_first", "only_first" or "only_second",
+            cutting to ``max_length`` (default: ``model_max_length``) with the
+            special tokens counted, as transformers does.
+        return_token_type_ids: default True for BERT-style tokenizers.
+        return_attention_mask: default True; False leaves it out.
+        return_tensors: None or "np" (NumPy; transformers' None gives lists),
+            or "pt" (torch tensors, if torch is installed).
+        padding_side: "right", or "left" for decoder-only generation.
+
+        Returns a `BatchEncoding`: a dict also read by attribute (``enc.input_ids``).
+        """
+        if return_tensors not in (None, "np", "pt"):
+            raise ValueError(f"return_tensors must be None, 'np' or 'pt', got {return_tensors!r}")
+        single = isinstance(text, str)
+        texts = [text] if single else list(text)
+        _check_texts(texts, "text")
+        inputs: list[Any] = texts
+        if text_pair is not None:
+            pairs = [text_pair] if isinstance(text_pair, str) else list(text_pair)
+            _check_texts(pairs, "text_pair")
+            if len(pairs) != len(texts):
+                raise ValueError(f"got {len(texts)} texts but {len(pairs)} text_pairs")
+            inputs = list(zip(texts, pairs))
+
+        if padding in (True, "longest"):
+            pad_to = "longest"
+        elif padding in (False, None, "do_not_pad"):
+            pad_to = None
+        elif padding == "max_length":
+            pad_to = "max_length"
+        else:
+            raise ValueError(f"padding must be False, True, 'longest' or 'max_length', got {padding!r}")
+        needs_length = bool(truncation) or pad_to == "max_length"
+        length = max_length if max_length is not None else self.model_max_length
+        if needs_length and length is None:
+            raise ValueError("truncation or padding='max_length' needs max_length (this tokenizer has no model_max_length)")
+
+        backend = self._truncator(int(length), truncation) if truncation else self._tok  # type: ignore[arg-type]
+        try:
+            encs = backend.encode_batch(inputs, add_special_tokens=add_special_tokens)
+        except Exception as e:  # the Rust side raises bare Exception (e.g. impossible truncation)
+            raise ValueError(f"could not encode: {e}") from e
+
+        lengths = [len(e.ids) for e in encs]
+        longest = max(lengths, default=0)
+        if pad_to is None:
+            if len(set(lengths)) > 1:
+                raise ValueError(
+                    f"rows have different lengths ({min(lengths)}..{longest} tokens); "
+                    f"pass padding=True to get rectangular arrays"
+                )
+            T = longest
+        elif pad_to == "longest":
+            T = longest
+        else:
+            T = int(length)  # type: ignore[arg-type]
+            if longest > T:
+                raise ValueError(f"a row has {longest} tokens > max_length {T}; pass truncation=True")
+        if any(n < T for n in lengths) and self.pad_token_id is None:
+            raise ValueError("this tokenizer has no padding token, so rows of different lengths cannot be padded")
+        pad_id = self.pad_token_id if self.pad_token_id is not None else 0
+
+        ids, mask = pad_batch([e.ids for e in encs], pad_id, T, padding_side)  # (B, T) each
+        out = {"input_ids": ids}
+        if return_token_type_ids or (return_token_type_ids is None and self.kind == "bert"):
+            out["token_type_ids"] = pad_batch([e.type_ids for e in encs], 0, T, padding_side)[0]
+        if return_attention_mask is not False:
+            out["attention_mask"] = mask
+        if return_special_tokens_mask:
+            special, _ = pad_batch([e.special_tokens_mask for e in encs], 1, T, padding_side)
+            out["special_tokens_mask"] = special  # 1 = special or padding: never MLM-masked
+        if return_tensors == "pt":
+            torch = _import_torch()
+            out = {k: torch.from_numpy(v) for k, v in out.items()}
+        return BatchEncoding(out)
+
+    def _truncator(self, max_length: int, strategy: bool | str) -> _Backend:
+        """A copy of the backend that truncates; copies, not toggles, keep calls independent."""
+        name = "longest_first" if strategy is True else str(strategy)
+        if name not in ("longest_first", "only_first", "only_second"):
+            raise ValueError(f"truncation must be True, 'longest_first', 'only_first' or 'only_second', got {strategy!r}")
+        key = (max_length, name)
+        if key not in self._truncators:
+            clone = _Backend.from_str(self._tok.to_str())
+            clone.enable_truncation(max_length, strategy=name)
+            self._truncators[key] = clone
+        return self._truncators[key]
+
+
+def _import_torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        raise ImportError("return_tensors='pt' needs PyTorch (pip install torch); "
+                          "return_tensors='np' gives NumPy arrays") from None
+    return torch
+
+
+def _check_texts(texts: Sequence[Any], what: str) -> None:
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"{what}[{i}] is {type(t).__name__}, expected str")
+        try:
+            t.encode("utf-8")
+        except UnicodeEncodeError as e:  # lone surrogates, e.g. undecodable bytes read with surrogateescape
+            raise ValueError(f"{what}[{i}] is not valid Unicode: lone surrogate U+{ord(t[e.start]):04X} at "
+                             f"index {e.start}") from None
