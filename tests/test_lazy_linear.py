@@ -120,8 +120,15 @@ def test_first_forward_under_no_grad_still_gives_trainable_parameters():
     assert s.weight.requires_grad and s.bias.requires_grad and s.weight.shape == (2, 4)
 
 
-def test_loading_a_state_dict_before_the_first_forward_says_the_shapes():
-    # documented: torch fills the placeholders from the checkpoint; seqlab asks for a forward first
+def test_loading_a_state_dict_before_the_first_forward_takes_its_shapes():
+    # as torch: the placeholders are sized from the checkpoint, then filled from it
     s = nn.LazyLinear(3)
+    w, b = np.arange(15.0).reshape(3, 5), np.arange(3.0)
+    s.load_state_dict({"weight": w, "bias": b})
+    assert type(s) is nn.Linear and s.in_features == 5 and np.array_equal(s.weight.numpy(), w)
+    t = torch.nn.LazyLinear(3)
+    t.load_state_dict({"weight": torch.tensor(w, dtype=torch.float32), "bias": torch.tensor(b, dtype=torch.float32)})
+    assert tuple(t.weight.shape) == s.weight.shape
+    other = nn.LazyLinear(4)  # out_features disagree: named in the error, as before
     with pytest.raises(StateDictError, match=r"weight: checkpoint \(3, 5\) vs model \(0,\)"):
-        s.load_state_dict({"weight": np.zeros((3, 5)), "bias": np.zeros(3)})
+        other.load_state_dict({"weight": w, "bias": b})

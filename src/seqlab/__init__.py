@@ -4,16 +4,23 @@
     from seqlab import nn, functional as F
     x = seqlab.randn(2, 3, requires_grad=True)
 """
-from seqlab import backend
+from seqlab import backend, runtime
 from seqlab.autograd import (Function, Tensor, enable_grad, inference_mode, is_grad_enabled, no_grad,
                              set_grad_enabled)
-from seqlab.creation import (abs, arange, argmax, argmin, argsort, bmm, cat, clamp, clip, cos, cumsum, empty, exp,
-                             eye, flatten, from_numpy, full, full_like, is_tensor, log, log_softmax, matmul, max,
-                             maximum, mean, min, minimum, mm, multinomial, normal, numel, ones, ones_like, permute,
-                             pow, rand, randint, randn, relu, repeat_interleave, reshape, sigmoid, sin, softmax, sort,
-                             sqrt, squeeze, stack, sum, tanh, tensor, topk, transpose, tril, triu, unsqueeze, where,
-                             zeros, zeros_like)
+from seqlab.creation import (abs, arange, argmax, argmin, argsort, bmm, cat, clamp, clip, cos, cumsum, empty,
+                             exp, eye, flatten, from_numpy, full, full_like, is_tensor, log, log_softmax,
+                             matmul, max, maximum, mean, min, minimum, mm, multinomial, normal, numel, ones,
+                             ones_like, permute, pow, prod, rand, randint, randn, relu, repeat_interleave,
+                             reshape, sigmoid, sin, softmax, sort, sqrt, squeeze, stack, sum, tanh, tensor,
+                             topk, transpose, tril, triu, unsqueeze, where, zeros, zeros_like)
+from seqlab.autograd.ops.einsum import einsum
 from seqlab.random import manual_seed
+from seqlab.devices import device
+from seqlab.runtime import (backends, compile, get_float32_matmul_precision, get_num_threads,
+                            set_float32_matmul_precision, set_num_threads)
+from seqlab.serialization import load, save
+from seqlab import amp, cuda  # noqa: E402  (seqlab.cuda.is_available(), seqlab.amp.GradScaler, as torch's)
+from seqlab.amp import autocast
 from seqlab import functional, nn, optim  # noqa: E402  (seqlab.nn.Linear, as torch.nn)
 from seqlab import utils  # noqa: E402  (seqlab.utils.data.DataLoader, as torch.utils.data)
 
@@ -31,6 +38,7 @@ int16 = short = backend.np.int16
 int32 = int = backend.np.int32  # noqa: A001
 int64 = long = backend.np.int64
 bool = backend.np.bool_  # noqa: A001
+bfloat16 = runtime.MissingDtype("bfloat16")  # named (dtype tables in scripts load); using it says why not
 
 __all__ = [
     "Tensor", "Function", "no_grad", "enable_grad", "is_grad_enabled", "set_grad_enabled", "inference_mode",
@@ -40,7 +48,9 @@ __all__ = [
     "exp", "log", "sqrt", "abs", "tanh", "sigmoid", "relu", "softmax", "log_softmax", "argmax", "argmin",
     "topk", "sort", "argsort", "cumsum", "matmul", "mm", "bmm", "tril", "triu",
     "sin", "cos", "clamp", "clip", "minimum", "mean", "numel", "is_tensor", "unsqueeze", "squeeze", "transpose",
-    "permute", "reshape", "flatten", "repeat_interleave", "normal", "empty",
+    "permute", "prod", "einsum", "reshape", "flatten", "repeat_interleave", "normal", "empty",
     "backend", "float16", "half", "float32", "float64", "double", "uint8", "int8", "int16", "short", "int32",
-    "int64", "long",
+    "int64", "long", "bfloat16",
+    "device", "cuda", "amp", "autocast", "backends", "compile", "set_num_threads", "get_num_threads",
+    "set_float32_matmul_precision", "get_float32_matmul_precision", "save", "load",
 ]

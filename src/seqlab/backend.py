@@ -42,9 +42,33 @@ def describe() -> str | None:
     return f"CuPy {version} on {n} GPU{'s' if n != 1 else ''}"
 
 
-def get_xp(device: str | None = None):
+def device_name(device: Any) -> str | None:
+    """"cpu" or "cuda" for any way torch code names a device: a string ("cuda:0"), `seqlab.device`,
+    `torch.device`, or an int (a GPU index, as torch); None stays None.
+
+    seqlab drives one GPU, so an index other than 0 is a ValueError rather than a silent cuda:0."""
+    if device is None:
+        return None
+    if isinstance(device, bool):
+        raise TypeError(f"a device is a string, seqlab.device or int, got {device!r}")
+    if isinstance(device, int):
+        device = f"cuda:{device}"
+    elif not isinstance(device, str):
+        kind, index = getattr(device, "type", None), getattr(device, "index", None)
+        if not isinstance(kind, str):
+            raise TypeError(f"a device is a string, seqlab.device or int, got {type(device).__name__}")
+        device = kind if index is None else f"{kind}:{index}"
+    kind, _, index = device.partition(":")
+    if kind not in ("cpu", "cuda"):
+        raise ValueError(f"unknown device {device!r}; expected 'cpu' or 'cuda'")
+    if index and index != "0":
+        raise ValueError(f"device {device!r}: seqlab uses one GPU, 'cuda' (or 'cuda:0')")
+    return kind
+
+
+def get_xp(device: Any = None):
     """The array module for `device` ("cpu" or "cuda"; default: the active one)."""
-    device = device or _DEVICE
+    device = device_name(device) or _DEVICE
     if device == "cpu":
         return np
     if device.startswith("cuda"):
@@ -71,8 +95,9 @@ def device_of_module(xp) -> str:
     return "cpu" if xp is np else "cuda"
 
 
-def to_device(array: Any, device: str):
+def to_device(array: Any, device: Any):
     """Move an array to `device` (a no-op when it is already there)."""
+    device = device_name(device)
     if device == "cpu":
         if _cupy is not None and isinstance(array, _cupy.ndarray):
             return _cupy.asnumpy(array)
@@ -95,12 +120,30 @@ def from_torch_name(x: Any) -> Any:
     if type(x).__module__.split(".")[0] != "torch":
         return x
     if type(x).__name__ == "device":
-        return x.type
+        return device_name(x)
     name = str(x).removeprefix("torch.")
     try:
         return np.dtype(name)
     except TypeError:
         raise TypeError(f"torch's {name} has no NumPy dtype; seqlab computes in float32 or float64") from None
+
+
+def to_args(args: tuple, device: Any = None, dtype: Any = None) -> tuple[str | None, Any]:
+    """(device name, dtype) from the ways torch's `.to(...)` is called: a device, a dtype, both, or a tensor
+    (its device and dtype), positionally or as keywords; None for what is not asked."""
+    if len(args) > 2:
+        raise TypeError(f"to() takes at most 2 positional arguments (device, dtype), got {len(args)}")
+    for arg in args:
+        if hasattr(arg, "dtype") and hasattr(arg, "device") and not isinstance(arg, type):  # a tensor
+            device, dtype = arg.device, arg.dtype
+        elif isinstance(arg, (str, int)) and not isinstance(arg, bool) or hasattr(arg, "index"):
+            device = arg  # "cuda", 0, seqlab.device, torch.device
+        elif arg is not None:
+            dtype = arg
+    dtype = from_torch_name(dtype)
+    if dtype is not None:
+        np.dtype(dtype)  # a TypeError for what is not a dtype
+    return device_name(from_torch_name(device)), dtype
 
 
 def broadcasts_to(shape: tuple, target: tuple) -> bool:
@@ -131,7 +174,7 @@ def set_device(device: str) -> None:
     """Make `device` the default for new tensors ("cpu" or "cuda")."""
     global _DEVICE
     get_xp(device)  # validates
-    _DEVICE = device
+    _DEVICE = device_name(device)
 
 
 def get_device() -> str:

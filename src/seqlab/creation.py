@@ -398,6 +398,10 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None, axis=None) -> Te
     return _reduction_input("mean", input).mean(dim, keepdim, dtype=dtype, axis=axis)
 
 
+def prod(input, dim=None, keepdim: bool = False, *, dtype=None, axis=None) -> Tensor:
+    return _reduction_input("prod", input).prod(dim, keepdim, dtype=dtype, axis=axis)
+
+
 def _is_other(x) -> bool:
     return isinstance(x, Tensor) or isinstance(x, np.ndarray)
 

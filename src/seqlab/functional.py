@@ -710,3 +710,4 @@ def _pad_indexed(x: Tensor, d: int, left: int, right: int, mode: str) -> Tensor:
     if np.array_equal(idx, np.arange(n)):
         return x
     return x[(slice(None),) * d + (idx,)]
+from seqlab.nn.batchnorm import batch_norm  # noqa: E402,F401  (torch's F.batch_norm; nn.BatchNorm1d/2d call it)

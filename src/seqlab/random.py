@@ -21,6 +21,7 @@ import numpy as np
 
 _generator = np.random.default_rng(0)
 _gpu_generator = None
+_gpu_seed = None  # set by seqlab.cuda.manual_seed: the GPU stream's own seed
 
 
 def check_seed(seed: object) -> int:
@@ -34,10 +35,16 @@ def check_seed(seed: object) -> int:
 
 def manual_seed(seed: int) -> np.random.Generator:
     """Make initialisation, dropout and data order reproducible."""
-    global _generator, _gpu_generator
+    global _generator, _gpu_generator, _gpu_seed
     _generator = np.random.default_rng(check_seed(seed))
-    _gpu_generator = None
+    _gpu_generator, _gpu_seed = None, None
     return _generator
+
+
+def manual_seed_gpu(seed: int) -> None:
+    """Reseed the GPU's stream only (`seqlab.cuda.manual_seed`); the host's stays as it is."""
+    global _gpu_generator, _gpu_seed
+    _gpu_seed, _gpu_generator = check_seed(seed), None
 
 
 def default_generator() -> np.random.Generator:
@@ -60,7 +67,8 @@ def uniform_like(xp, shape, dtype, generator=None):
         return gen.random(shape, dtype=np.float32 if dtype == np.float32 else np.float64)
     global _gpu_generator  # pragma: no cover - needs a GPU
     if _gpu_generator is None:
-        _gpu_generator = xp.random.default_rng(int(_generator.integers(2**63)))
+        seed = _gpu_seed if _gpu_seed is not None else int(_generator.integers(2**63))
+        _gpu_generator = xp.random.default_rng(seed)
     return _gpu_generator.random(shape, dtype=dtype)
 
 

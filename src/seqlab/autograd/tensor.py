@@ -17,6 +17,7 @@ from seqlab.autograd import versions as _versions
 from seqlab.autograd.function import Function, is_grad_enabled
 from seqlab.autograd.ops import activation as A
 from seqlab.autograd.ops import elementwise as E
+from seqlab.devices import CPU, CUDA
 from seqlab.autograd.ops import matmul as M
 from seqlab.autograd.ops import movement as V
 from seqlab.autograd.ops import reduce as R
@@ -100,8 +101,9 @@ class Tensor:
         return self.data.dtype
 
     @property
-    def device(self) -> str:
-        return backend.device_of(self.data)
+    def device(self) -> "device":
+        """`seqlab.device("cpu")` or `device("cuda")`: equal to those strings too."""
+        return CPU if backend.device_of(self.data) == "cpu" else CUDA
 
     @property
     def is_leaf(self) -> bool:
@@ -369,16 +371,18 @@ class Tensor:
         return NotImplemented if self._rebinds(o) else self.div_(o)
 
     # ---- conversion -------------------------------------------------------
-    def to(self, arg=None, dtype=None) -> "Tensor":
-        """`to("cuda")`, `to("cpu")`, `to(np.float64)` or `to(device, dtype)`."""
+    def to(self, *args, device=None, dtype=None, non_blocking: bool = False, copy: bool = False) -> "Tensor":
+        """As torch's: `to("cuda")`, `to(seqlab.float64)`, `to(device, dtype)`, `to(other_tensor)` (its device
+        and dtype), keywords too. This tensor itself when nothing changes, unless `copy=True`.
+        `non_blocking` is accepted and changes nothing (copies to and from the GPU complete in order)."""
+        device, dtype = backend.to_args(args, device, dtype)
         out = self
-        if isinstance(arg, str):
-            if backend.device_of(self.data) != arg.split(":")[0]:
-                out = Tensor(backend.to_device(self.data, arg), requires_grad=self.requires_grad)
-        elif arg is not None:
-            dtype = arg
+        if device is not None and backend.device_of(self.data) != device:
+            out = Tensor(backend.to_device(self.data, device), requires_grad=self.requires_grad)
         if dtype is not None and np.dtype(dtype) != out.dtype:
             out = out.astype(dtype)
+        if copy and out is self:
+            out = self.clone()
         return out
 
     def cpu(self) -> "Tensor":
@@ -625,13 +629,13 @@ class Tensor:
     neg = __neg__
 
     def exp(self):
-        return E.Exp.apply(self)
+        return E.Exp.apply(self._float_input())
 
     def log(self):
-        return E.Log.apply(self)
+        return E.Log.apply(self._float_input())
 
     def sqrt(self):
-        return E.Sqrt.apply(self)
+        return E.Sqrt.apply(self._float_input())
 
     def rsqrt(self):
         return self.sqrt().reciprocal()
@@ -648,7 +652,7 @@ class Tensor:
     clip = clamp
 
     def sigmoid(self):
-        return A.Sigmoid.apply(self)
+        return A.Sigmoid.apply(self._float_input())
 
     def _float_input(self) -> "Tensor":
         """Itself, or for an integer or bool tensor its values in the default float dtype (torch's sin(int))."""
@@ -661,7 +665,7 @@ class Tensor:
         return E.Cos.apply(self._float_input())
 
     def tanh(self):
-        return A.Tanh.apply(self)
+        return A.Tanh.apply(self._float_input())
 
     def relu(self):
         return A.ReLU.apply(self)
@@ -761,6 +765,14 @@ class Tensor:
         x = self if dtype is None else self.astype(dtype)
         return R.Sum.apply(x, dim=_dim_or_axis("sum", dim, axis), keepdim=keepdim)
 
+    def prod(self, dim=None, keepdim: bool = False, *, dtype=None, axis=None):
+        """Product of all elements, or along one `dim` (torch takes a single dim here); with gradient."""
+        x = self if dtype is None else self.astype(dtype)
+        dim = _dim_or_axis("prod", dim, axis)
+        if dim is None:
+            return R.Prod.apply(x.reshape(-1), dim=0)
+        return R.Prod.apply(x, dim=normalize_dim(dim, x.ndim), keepdim=keepdim)
+
     def mean(self, dim=None, keepdim: bool = False, *, dtype=None, axis=None):
         x = self if dtype is None else self.astype(dtype)
         return R.Mean.apply(x, dim=_dim_or_axis("mean", dim, axis), keepdim=keepdim)
@@ -838,9 +850,9 @@ class Tensor:
                              f"(shape {self.shape})")
         idx = _sort_indices(self, d, largest)
         if self.ndim == 0:
-            return SortResult(self.clone(), Tensor._from_op(idx, None))  # as torch, for k 0 or 1
+            return TopkResult(self.clone(), Tensor._from_op(idx, None))  # as torch, for k 0 or 1
         idx = Tensor._from_op(idx[(slice(None),) * d + (slice(0, k),)], None)
-        return SortResult(self.gather(d, idx), idx)
+        return TopkResult(self.gather(d, idx), idx)
 
     # ---- shape ------------------------------------------------------------
     def reshape(self, *shape):
@@ -1052,10 +1064,11 @@ def _minmax(t: Tensor, dim, keepdim, use_min):
         raise TypeError(f"max/min with dim takes one int dim (as torch), got {dim!r}; use amax for several")
     dim = normalize_dim(dim, t.ndim)
     if t.ndim == 0:  # as torch: the value itself, at index 0
-        return MinMaxResult(R.Max.apply(t, dim=None, keepdim=False, use_min=use_min), Tensor(t.data.argmax()))
+        pair = MinResult if use_min else MinMaxResult
+        return pair(R.Max.apply(t, dim=None, keepdim=False, use_min=use_min), Tensor(t.data.argmax()))
     values = R.MaxDim.apply(t, dim=dim, keepdim=keepdim, use_min=use_min)
     idx = t.data.argmin(axis=dim) if use_min else t.data.argmax(axis=dim)
-    return MinMaxResult(values, Tensor(_keep(idx, dim, keepdim)))
+    return (MinResult if use_min else MinMaxResult)(values, Tensor(_keep(idx, dim, keepdim)))
 
 
 def _size(size: tuple) -> tuple:
@@ -1076,8 +1089,10 @@ def _sort_indices(t: Tensor, dim, descending: bool):
     return ((t.shape[d] - 1) - xp.flip(idx, axis=d)).astype(np.int64, copy=False)
 
 
-class MinMaxResult(tuple):
-    """(values, indices), as torch.return_types.max (and sort, topk)."""
+class ValuesIndices(tuple):
+    """(values, indices), as torch.return_types.max/min/sort/topk: a pair with `.values` and `.indices`."""
+
+    kind = "max"
 
     def __new__(cls, values, indices):
         return super().__new__(cls, (values, indices))
@@ -1090,8 +1105,26 @@ class MinMaxResult(tuple):
     def indices(self):
         return self[1]
 
+    def __repr__(self) -> str:
+        return f"seqlab.return_types.{self.kind}(\nvalues={self[0]!r},\nindices={self[1]!r})"
 
-SortResult = MinMaxResult  # torch.return_types.sort and topk: the same (values, indices) pair
+
+class MinMaxResult(ValuesIndices):
+    kind = "max"
+
+
+class MinResult(MinMaxResult):
+    kind = "min"
+
+
+class SortResult(ValuesIndices):
+    kind = "sort"
+
+
+class TopkResult(ValuesIndices):
+    kind = "topk"
+
+
 
 
 def _index_arrays(index, device: str):

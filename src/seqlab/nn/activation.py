@@ -21,6 +21,9 @@ class GELU(Module):
     def forward(self, x):
         return F.gelu(x, self.approximate)
 
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
+
 
 class Tanh(Module):
     def forward(self, x):
@@ -44,6 +47,9 @@ class Softmax(Module):
 
     def forward(self, x):
         return F.softmax(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
 
 
 class LogSoftmax(Softmax):

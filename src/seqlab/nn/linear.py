@@ -66,10 +66,9 @@ class LazyLinear(Linear):
 
     Since the Parameter objects stay the same, an optimizer built before the
     first forward updates the real weights (seqlab's optimizers read `p.data`
-    at each step). What needs the shapes before then fails: loading a
-    state_dict into a layer not yet run reports a shape mismatch (torch fills
-    the placeholders from the checkpoint), so run one forward on a sample
-    batch first (d2l's `apply_init` does), and `nn.init` on a placeholder has nothing to fill yet.
+    at each step). Loading a state_dict into a layer not yet run takes the
+    shapes from the checkpoint, as torch's; `nn.init` on a placeholder has
+    nothing to fill yet (run one forward on a sample batch first, as d2l's `apply_init` does).
     """
 
     def __init__(self, out_features: int, bias: bool = True, dtype=None):
@@ -104,6 +103,15 @@ class LazyLinear(Linear):
             self.bias.data = xp.zeros(self.out_features, dtype=self.bias.dtype)
         Linear.reset_parameters(self)
         self.__class__ = Linear
+
+    def materialize_from_state_dict(self, state_dict, prefix: str = "") -> None:
+        """Size `weight` and `bias` from `state_dict[prefix + "weight"]` (load_state_dict calls this; the values
+        are copied in after). Without that key the layer stays lazy, and loading reports it missing."""
+        w = state_dict.get(prefix + "weight")
+        shape = tuple(getattr(w, "shape", ()))
+        if len(shape) != 2 or shape[0] != self.out_features or shape[1] == 0:
+            return  # load_state_dict then reports the mismatch by name
+        self.initialize_parameters(np.empty((1, shape[1]), dtype=self.weight.dtype))
 
     def forward(self, x: Tensor) -> Tensor:
         if hasattr(x, "dtype") and np.dtype(x.dtype).kind == "f":  # else Linear.forward's type errors

@@ -282,8 +282,12 @@ class Module:
         """Copy arrays (NumPy, CuPy, torch tensors — anything with `__array__`) into the parameters.
 
         Every missing key, unexpected key and shape mismatch is reported by
-        name in one error; with strict=False only shape mismatches raise.
+        name in one error; with strict=False only shape mismatches raise. Lazy layers not yet run
+        (`nn.LazyLinear`) take their shapes from the checkpoint first, as torch's.
         """
+        for name, m in self.named_modules():
+            if getattr(m, "has_uninitialized_params", lambda: False)():
+                m.materialize_from_state_dict(state_dict, f"{name}." if name else "")
         own = self._state_tensors()
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
@@ -344,12 +348,11 @@ class Module:
             p.requires_grad = mode
         return self
 
-    def to(self, device: str | None = None, dtype=None) -> "Module":
-        """Move every parameter and buffer to `device` and/or cast floats to `dtype`, in place. torch's
-        devices and dtypes are read as their names (``torch.device("cpu")``, ``torch.float64``)."""
-        device, dtype = (backend.from_torch_name(v) for v in (device, dtype))
-        if device is not None and not isinstance(device, str):
-            device, dtype = None, device
+    def to(self, *args, device=None, dtype=None, non_blocking: bool = False) -> "Module":
+        """Move every parameter and buffer to `device` and/or cast floats to `dtype`, in place, as torch's:
+        `to("cuda")`, `to(seqlab.float64)`, `to(device, dtype)`, `to(tensor)`, keywords too; torch's devices
+        and dtypes are read as their names. `non_blocking` is accepted and changes nothing."""
+        device, dtype = backend.to_args(args, device, dtype)
         if dtype is not None and np.dtype(dtype).kind != "f":
             raise TypeError(f"Module.to takes floating-point dtypes only (as torch), got {np.dtype(dtype)}")
         for t in list(self.parameters()) + list(self.buffers()):

@@ -7,7 +7,7 @@ import numpy as np
 
 from seqlab import kernels
 from seqlab.backend import CACHE_BLOCK, flat_blocks, xp_of
-from seqlab.optim.optimizer import Optimizer, run_closure
+from seqlab.optim.optimizer import Optimizer, check_implementation_flags, run_closure
 
 
 class Adam(Optimizer):
@@ -25,7 +25,10 @@ class Adam(Optimizer):
     decoupled = False
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False):
+                 weight_decay: float = 0.0, amsgrad: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None):
+        check_implementation_flags(type(self).__name__, maximize=maximize, differentiable=differentiable)
         if (not isinstance(betas, (tuple, list)) or len(betas) != 2
                 or not all(isinstance(b, (int, float)) and 0 <= b < 1 for b in betas)):
             raise ValueError(f"{type(self).__name__}: betas must be two numbers in [0, 1), got {betas!r}")
@@ -129,5 +132,6 @@ class AdamW(Adam):
     decoupled = True
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.01, amsgrad: bool = False):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad)
+                 weight_decay: float = 0.01, amsgrad: bool = False, **flags):
+        """As Adam; `flags`: torch's foreach/fused/capturable (accepted, one implementation here)."""
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, **flags)

@@ -47,6 +47,17 @@ def run_closure(closure):
         return closure()
 
 
+def check_implementation_flags(owner: str, maximize: bool = False, differentiable: bool = False,
+                               **ignored: Any) -> None:
+    """torch's switches between implementations of the same update (`foreach`, `fused`, `capturable`) are
+    accepted and change nothing here: seqlab has one implementation. `maximize` and `differentiable` change
+    what is computed and are not supported, so True is refused rather than ignored."""
+    for name, value in (("maximize", maximize), ("differentiable", differentiable)):
+        if value:
+            raise ValueError(f"{owner}: {name}=True is not supported (seqlab minimizes, and its optimizer steps "
+                             f"are not part of the autograd graph)")
+
+
 class Optimizer:
     """Holds parameter groups (dicts with 'params' and hyper-parameters) and per-parameter state."""
 

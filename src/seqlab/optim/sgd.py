@@ -1,14 +1,16 @@
 """Stochastic gradient descent with momentum, Nesterov and weight decay (torch.optim.SGD's update)."""
 from __future__ import annotations
 
-from seqlab.optim.optimizer import Optimizer, run_closure
+from seqlab.optim.optimizer import Optimizer, check_implementation_flags, run_closure
 
 
 class SGD(Optimizer):
     """θ ← θ − lr·d, where g = ∇ + wd·θ, b = μ·b + (1 − dampening)·g, d = g + μ·b (Nesterov) or b."""
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
-                 weight_decay: float = 0.0, nesterov: bool = False):
+                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, differentiable: bool = False, fused: bool | None = None):
+        check_implementation_flags("SGD", maximize=maximize, differentiable=differentiable)
         if nesterov and not (isinstance(momentum, (int, float)) and momentum > 0 and dampening == 0):
             raise ValueError("Nesterov momentum needs momentum > 0 and dampening = 0")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,

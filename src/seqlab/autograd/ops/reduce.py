@@ -126,3 +126,23 @@ class CumSum(Function):
     def backward(self, grad):
         xp = xp_of(grad)
         return (xp.flip(xp.cumsum(xp.flip(grad, self.dim), axis=self.dim), self.dim),)
+
+
+class Prod(Function):
+    """Product along `dim` (int inputs multiply in int64, as torch.prod). The gradient of x_i is the product
+    of the others, taken as (product of those before i) × (product of those after i), so a zero among the
+    inputs gives the right gradient instead of a division by it."""
+
+    def forward(self, a, dim, keepdim=False):
+        self.a, self.dim, self.keepdim = a, dim, keepdim
+        return xp_of(a).prod(a, axis=dim, keepdims=keepdim, dtype=np.int64 if a.dtype.kind in "biu" else a.dtype)
+
+    def backward(self, grad):
+        a, d = self.a, self.dim
+        xp = xp_of(a)
+        one = xp.ones_like(xp.take(a, [0], axis=d))
+        before = xp.cumprod(xp.concatenate([one, xp.take(a, xp.arange(a.shape[d] - 1), axis=d)], axis=d), axis=d)
+        after = xp.flip(xp.cumprod(xp.flip(xp.concatenate([xp.take(a, xp.arange(1, a.shape[d]), axis=d), one],
+                                                          axis=d), d), axis=d), d)
+        g = grad if self.keepdim else xp.expand_dims(grad, d)
+        return (g * before * after,)
