@@ -711,3 +711,13 @@ def _pad_indexed(x: Tensor, d: int, left: int, right: int, mode: str) -> Tensor:
         return x
     return x[(slice(None),) * d + (idx,)]
 from seqlab.nn.batchnorm import batch_norm  # noqa: E402,F401  (torch's F.batch_norm; nn.BatchNorm1d/2d call it)
+# more activations, losses, distances and layer functions, in files of their own (torch.nn.functional's names)
+from seqlab.functional_activations import (celu, elu, glu, gumbel_softmax, hardshrink, hardsigmoid,  # noqa: E402,F401
+                                           hardswish, hardtanh, mish, prelu, relu6, rrelu, selu, softmin, softplus,
+                                           softshrink, softsign, tanhshrink)
+from seqlab.functional_losses import (binary_cross_entropy, cosine_embedding_loss, gaussian_nll_loss,  # noqa: E402,F401
+                                      hinge_embedding_loss, huber_loss, kl_div, l1_loss, margin_ranking_loss,
+                                      multilabel_soft_margin_loss, pairwise_distance, poisson_nll_loss,
+                                      smooth_l1_loss, soft_margin_loss, triplet_margin_loss)
+from seqlab.nn.misc_layers import (alpha_dropout, bilinear, dropout1d, dropout2d,  # noqa: E402,F401
+                                   feature_alpha_dropout)

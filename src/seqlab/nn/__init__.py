@@ -1,11 +1,20 @@
 """Layers with torch.nn's names, arguments and parameter names."""
 from seqlab.nn import init
 from seqlab.nn.activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from seqlab.nn.activation_more import (CELU, ELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LogSigmoid,
+                                       Mish, PReLU, ReLU6, RReLU, Softmin, Softplus, Softshrink, Softsign, Tanhshrink)
 from seqlab.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from seqlab.nn.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.linear import Flatten, Identity, LazyLinear, Linear
 from seqlab.nn.loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
+from seqlab.nn.loss_more import (BCELoss, CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss,
+                                 KLDivLoss, L1Loss, MarginRankingLoss, MultiLabelSoftMarginLoss, PoissonNLLLoss,
+                                 SmoothL1Loss, SoftMarginLoss, TripletMarginLoss)
+from seqlab.nn.misc_layers import (AlphaDropout, Bilinear, ConstantPad1d, ConstantPad2d, ConstantPad3d,
+                                   CosineSimilarity, Dropout1d, Dropout2d, FeatureAlphaDropout, PairwiseDistance,
+                                   ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, Unflatten,
+                                   ZeroPad1d, ZeroPad2d, ZeroPad3d)
 from seqlab.nn.module import Module, Parameter
 from seqlab.nn.norm import LayerNorm, RMSNorm
 from seqlab.nn.sparse import Embedding
@@ -20,6 +29,14 @@ __all__ = [
     "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "ReLU", "GELU", "Tanh",
     "Sigmoid", "SiLU", "Softmax",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss", "LeakyReLU", "LogSoftmax", "Flatten",
+    "ELU", "SELU", "CELU", "Softplus", "Softsign", "Hardtanh", "ReLU6", "Hardsigmoid", "Hardswish", "Mish",
+    "LogSigmoid", "Softmin", "GLU", "Tanhshrink", "Softshrink", "Hardshrink", "PReLU", "RReLU",
+    "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss",
+    "MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss", "TripletMarginLoss", "SoftMarginLoss",
+    "MultiLabelSoftMarginLoss",
+    "Unflatten", "Bilinear", "CosineSimilarity", "PairwiseDistance", "ConstantPad1d", "ConstantPad2d",
+    "ConstantPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ReflectionPad1d", "ReflectionPad2d",
+    "ReplicationPad1d", "ReplicationPad2d", "Dropout1d", "Dropout2d", "AlphaDropout", "FeatureAlphaDropout",
     "functional", "utils",
 ]
 
