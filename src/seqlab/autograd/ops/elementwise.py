@@ -187,7 +187,7 @@ class Clamp(Function):
 
     def backward(self, grad):
         (a,) = self.saved
-        keep = np.ones((), dtype=bool)
+        keep = xp_of(a).ones((), dtype=bool)
         if self.lo is not None:
             keep = keep & (a >= self.lo)
         if self.hi is not None:
