@@ -14,6 +14,25 @@ from seqlab.creation import (abs, arange, argmax, argmin, argsort, bmm, cat, cla
                              reshape, sigmoid, sin, softmax, sort, sqrt, squeeze, stack, sum, tanh, tensor,
                              topk, transpose, tril, triu, unsqueeze, where, zeros, zeros_like)
 from seqlab.autograd.ops.einsum import einsum
+from seqlab.autograd.tensor_indexing import TOPLEVEL as _INDEXING_TOPLEVEL
+from seqlab.autograd.tensor_indexing import (addmm, addmv, amax, amin, aminmax, argwhere, baddbmm, bincount,
+                                             block_diag, broadcast_tensors, broadcast_to, bucketize, cartesian_prod,
+                                             chunk, count_nonzero, cross, cummax, cummin, cumprod, diag, diag_embed,
+                                             diagonal, diff, dot, flip, fliplr, flipud, gather, ger, histc, index_add,
+                                             index_copy, index_fill, index_put, index_select, kron, kthvalue,
+                                             linspace, logspace, logsumexp, masked_scatter, masked_select, median,
+                                             meshgrid, mode, moveaxis, movedim, mv, nanmean, nanmedian, nansum,
+                                             narrow, nonzero, outer, put, roll, scatter, scatter_add, searchsorted,
+                                             select, split, std_mean, take, take_along_dim, tile, trace, unbind,
+                                             unflatten, unique, var_mean, vdot)
+from seqlab.autograd.tensor_math import TOPLEVEL as _MATH_TOPLEVEL
+from seqlab.autograd.tensor_math import (absolute, acos, allclose, arccos, arcsin, arctan, arctan2, asin, atan, atan2,
+                                         ceil, clamp_max, clamp_min, cosh, eq, equal, erf, expm1, fix, floor,
+                                         floor_divide, fmod, frac, ge, greater, greater_equal, gt, hypot, isclose,
+                                         isfinite, isinf, isnan, isneginf, isposinf, le, lerp, less, less_equal,
+                                         log10, log1p, log2, logical_and, logical_not, logical_or, logical_xor, logit,
+                                         lt, nan_to_num, ne, negative, not_equal, remainder, round, sgn, sign,
+                                         signbit, sinh, square, true_divide, trunc, xlogy)
 from seqlab.random import manual_seed
 from seqlab.devices import device
 from seqlab.runtime import (backends, compile, get_float32_matmul_precision, get_num_threads,
@@ -23,6 +42,7 @@ from seqlab import amp, cuda  # noqa: E402  (seqlab.cuda.is_available(), seqlab.
 from seqlab.amp import autocast
 from seqlab import functional, nn, optim  # noqa: E402  (seqlab.nn.Linear, as torch.nn)
 from seqlab import utils  # noqa: E402  (seqlab.utils.data.DataLoader, as torch.utils.data)
+from seqlab.functional import celu, pairwise_distance, prelu, rrelu, selu  # noqa: E402  (torch.selu, ...)
 
 __version__ = "0.1.0"
 
@@ -53,4 +73,7 @@ __all__ = [
     "int64", "long", "bfloat16",
     "device", "cuda", "amp", "autocast", "backends", "compile", "set_num_threads", "get_num_threads",
     "set_float32_matmul_precision", "get_float32_matmul_precision", "save", "load",
+    "celu", "pairwise_distance", "prelu", "rrelu", "selu",
 ]
+# torch's top-level math, selection and linear algebra (round stays out of __all__: it shadows the builtin)
+__all__ += [n for n in _MATH_TOPLEVEL + _INDEXING_TOPLEVEL if n != "round" and n not in __all__]

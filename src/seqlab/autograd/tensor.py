@@ -22,6 +22,8 @@ from seqlab.autograd.ops import matmul as M
 from seqlab.autograd.ops import movement as V
 from seqlab.autograd.ops import reduce as R
 from seqlab.autograd.ops.reduce import normalize_dim, normalize_dims
+from seqlab.autograd.tensor_indexing import IndexingMethods
+from seqlab.autograd.tensor_math import MathMethods
 
 
 def _to_array(data: Any, dtype=None, device: str | None = None):
@@ -65,7 +67,7 @@ def _dim_or_axis(name: str, dim, axis, default=None):
     return axis
 
 
-class Tensor:
+class Tensor(MathMethods, IndexingMethods):
     """An n-dimensional array that records the operations applied to it."""
 
     __slots__ = ("data", "grad", "requires_grad", "_ctx", "_retains_grad", "__weakref__")
@@ -443,7 +445,11 @@ class Tensor:
         return self.to(dtype)
 
     def contiguous(self) -> "Tensor":
-        return self
+        """Itself when its array is in C order, else a C-ordered copy that keeps the gradient (as torch)."""
+        flags = getattr(self.data, "flags", None)
+        if flags is None or flags.c_contiguous:
+            return self
+        return self.reshape(-1).reshape(self.shape)  # (the flat reshape copies in C order)
 
     # ---- new tensors like this one: its dtype and device unless given (torch's new_*) ----------------------
     def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> "Tensor":
@@ -695,9 +701,6 @@ class Tensor:
                 return where(m, value._cast(self.dtype), self)
             value = value.item()
         return E.MaskedFill.apply(self, m, value)
-
-    def sign(self) -> "Tensor":
-        return Tensor(backend.xp_of(self.data).sign(self.data))
 
     def clone(self) -> "Tensor":
         """A copy with its own memory; gradients flow through it (as torch)."""
