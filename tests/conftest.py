@@ -18,6 +18,12 @@ for _folder in [_TESTS, *sorted(p for p in _TESTS.iterdir() if p.is_dir() and no
         sys.path.insert(0, str(_folder))
 
 
+def _cuda_available() -> bool:
+    from seqlab import backend
+
+    return backend.cuda_available()
+
+
 @pytest.fixture
 def cli(capsys):
     """Run `seqlab ARGS...` in this process; returns (exit code, stdout, stderr)."""
@@ -29,6 +35,19 @@ def cli(capsys):
         out, err = capsys.readouterr()
         return code, out, err
     return run
+
+
+@pytest.fixture(params=["stand-in"] + (["cupy"] if _cuda_available() else []))
+def cuda(request, monkeypatch):
+    """The array module behind device "cuda": the CPU stand-in (tests/cupy_stand_in.py), or CuPy itself on a
+    machine with a GPU."""
+    from seqlab import backend
+
+    if request.param == "cupy":  # pragma: no cover - needs a GPU
+        return backend.get_xp("cuda")
+    import cupy_stand_in
+
+    return cupy_stand_in.install(monkeypatch)
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ import pytest
 import torch
 from helpers import assert_close, check_op
 
-import cupy_stand_in
 import seqlab
 from seqlab import Tensor, backend, nn
 from seqlab.nn.batchnorm import batch_norm
@@ -271,12 +270,6 @@ def test_functional_updates_arrays_in_place_as_torch():
 
 
 # ---- the device path: CuPy's stand-in on the CPU, and CuPy itself where a GPU is seen ------------------
-@pytest.fixture(params=["stand-in"] + (["cupy"] if backend.cuda_available() else []))
-def cuda(request, monkeypatch):
-    if request.param == "cupy":  # pragma: no cover - needs a GPU
-        return backend.get_xp("cuda")
-    return cupy_stand_in.install(monkeypatch)
-
 
 def test_on_the_device_as_on_the_host(cuda):
     x = np.random.default_rng(9).standard_normal((4, 3, 5, 5)).astype(np.float32)

@@ -10,7 +10,6 @@ import torch
 import torch.nn.functional as TF
 from helpers import assert_close, check_module, check_op, const, gradcheck
 
-import cupy_stand_in
 import seqlab
 from seqlab import Tensor, backend, nn
 from seqlab import functional_conv as FC
@@ -254,12 +253,6 @@ def test_errors_name_the_values(call, error, message):
 
 
 # ---- the device path: CuPy's stand-in on the CPU, and CuPy itself where a GPU is seen ------------------------
-@pytest.fixture(params=["stand-in"] + (["cupy"] if backend.cuda_available() else []))
-def cuda(request, monkeypatch):
-    if request.param == "cupy":  # pragma: no cover - needs a GPU
-        return backend.get_xp("cuda")
-    return cupy_stand_in.install(monkeypatch)
-
 
 def test_on_the_device_as_on_the_host(cuda):
     rng = np.random.default_rng(9)

@@ -16,13 +16,6 @@ from seqlab import backend, nn
 from seqlab.optim import SGD, Adam, AdamW, clip_grad_norm_
 
 
-@pytest.fixture(params=["stand-in"] + (["cupy"] if backend.cuda_available() else []))
-def cuda(request, monkeypatch):
-    """The array module behind device "cuda": the CPU stand-in, or CuPy itself on a machine with a GPU."""
-    if request.param == "cupy":  # pragma: no cover - needs a GPU
-        return backend.get_xp("cuda")
-    return cupy_stand_in.install(monkeypatch)
-
 
 @pytest.fixture
 def stand_in(monkeypatch):

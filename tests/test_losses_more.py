@@ -9,7 +9,6 @@ import torch
 import torch.nn.functional as TF
 from helpers import check_op, const
 
-import cupy_stand_in
 import seqlab
 import seqlab.functional as F
 from seqlab import backend
@@ -278,12 +277,6 @@ def test_errors_name_the_values(call, match):
 
 
 # ---- the device path: CuPy's stand-in (and CuPy itself where a GPU is seen) ---------------------------
-@pytest.fixture(params=["stand-in"] + (["cupy"] if backend.cuda_available() else []))
-def cuda(request, monkeypatch):
-    if request.param == "cupy":  # pragma: no cover - needs a GPU
-        return backend.get_xp("cuda")
-    return cupy_stand_in.install(monkeypatch)
-
 
 @pytest.mark.parametrize("fn", [
     lambda x, t: F.l1_loss(x, t), lambda x, t: F.smooth_l1_loss(x, t, beta=0.5),

@@ -8,7 +8,6 @@ import torch
 import torch.nn as tnn
 from helpers import check_module, const
 
-import cupy_stand_in
 import seqlab
 from seqlab import backend, nn
 
@@ -263,12 +262,6 @@ def test_alpha_dropout_keeps_mean_and_variance(cls):
 
 
 # ---- the device path: CuPy's stand-in (and CuPy itself where a GPU is seen) ---------------------------
-@pytest.fixture(params=["stand-in"] + (["cupy"] if backend.cuda_available() else []))
-def cuda(request, monkeypatch):
-    if request.param == "cupy":  # pragma: no cover - needs a GPU
-        return backend.get_xp("cuda")
-    return cupy_stand_in.install(monkeypatch)
-
 
 def test_modules_on_the_device_as_on_the_host(cuda):
     def make():

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import torch
 
-import cupy_stand_in
 import seqlab
 from helpers import check_op, same_as_torch
 from seqlab import backend
@@ -526,12 +525,6 @@ def test_the_mixin_is_a_base_of_tensor():
 
 
 # ---- the device path (the CuPy stand-in, or CuPy on a GPU) ---------------------------------------------------------
-@pytest.fixture(params=["stand-in"] + (["cupy"] if backend.cuda_available() else []))
-def cuda(request, monkeypatch):
-    if request.param == "cupy":  # pragma: no cover - needs a GPU
-        return backend.get_xp("cuda")
-    return cupy_stand_in.install(monkeypatch)
-
 
 DEVICE_OPS = [
     lambda a, b: a.floor() + a.round(decimals=1) + a.frac(),

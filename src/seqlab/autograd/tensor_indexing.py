@@ -21,7 +21,7 @@ This module must not import `seqlab.autograd.tensor` when it loads (tensor.py im
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

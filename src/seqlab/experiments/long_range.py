@@ -18,7 +18,6 @@ all positions in a few large matrix products.
 from __future__ import annotations
 
 import json
-import math
 import time
 from pathlib import Path
 

@@ -214,8 +214,8 @@ class _RNNBase(Module):
             raise TypeError(f"{type(self).__name__}: {name} must be a Tensor of shape {want}, got {type(h).__name__}")
         if h.shape != want:
             # torch's default layout is (T, B, I): a state for batch T means x was probably passed that way
-            hint = (f"; x looks time-major (T, B, input_size), torch's default: seqlab's recurrent layers are "
-                    f"batch-first, so pass x.transpose(0, 1)" if h.shape[1:] == (steps, self.hidden_size) else "")
+            hint = ("; x looks time-major (T, B, input_size), torch's default: seqlab's recurrent layers are "
+                    "batch-first, so pass x.transpose(0, 1)" if h.shape[1:] == (steps, self.hidden_size) else "")
             raise ValueError(f"{type(self).__name__}: {name} has shape {h.shape}, expected {want} "
                              f"(num_layers * num_directions, B, hidden_size){hint}")
         return h
