@@ -3,6 +3,14 @@
 The data is a plain NumPy (or CuPy) array in `.data`; gradients accumulate
 in `.grad`, also a plain array. Every differentiable method is one call to a
 primitive `Function` (see `ops/`) or a composition of them.
+
+This module holds the core, what every forward and backward pass calls: construction, basic properties,
+autograd, arithmetic, comparisons, the common reductions (sum, mean, max/min) and shape ops (reshape, permute,
+expand, indexing, split, gather). The rest of torch's Tensor methods come from mixin bases, one theme a module:
+tensor_inplace (zero_, `t[i] = v`, add_, `+=`, exp_, ...), tensor_convert (to, float, type, new_*, is_cuda,
+grad_fn), tensor_math (tensor_compare, tensor_pointwise: comparisons, predicates, element-wise math) and
+tensor_indexing (tensor_select, tensor_shape, tensor_linalg, tensor_stats: selection and scatter, shapes,
+diagonals and products, running ops, reductions, sorting).
 """
 from __future__ import annotations
 
@@ -13,7 +21,7 @@ import numpy as np
 
 from seqlab import backend
 from seqlab.autograd import engine
-from seqlab.autograd import versions as _versions
+from seqlab.autograd import tensor_convert, tensor_inplace, tensor_shape, tensor_stats
 from seqlab.autograd.function import Function, is_grad_enabled
 from seqlab.autograd.ops import activation as A
 from seqlab.autograd.ops import elementwise as E
@@ -22,8 +30,14 @@ from seqlab.autograd.ops import matmul as M
 from seqlab.autograd.ops import movement as V
 from seqlab.autograd.ops import reduce as R
 from seqlab.autograd.ops.reduce import normalize_dim, normalize_dims
+from seqlab.autograd.tensor_common import _dim_or_axis
+from seqlab.autograd.tensor_convert import ConversionMethods
 from seqlab.autograd.tensor_indexing import IndexingMethods
+from seqlab.autograd.tensor_inplace import InPlaceMethods
 from seqlab.autograd.tensor_math import MathMethods
+from seqlab.autograd.tensor_stats import MinMaxResult, MinResult
+from seqlab.autograd.tensor_convert import _size  # noqa: F401  (re-exported: importable from here, as before)
+from seqlab.autograd.tensor_stats import SortResult, TopkResult, ValuesIndices  # noqa: F401  (re-exported, as _size)
 
 
 def _to_array(data: Any, dtype=None, device: str | None = None):
@@ -51,23 +65,7 @@ def _arr(x):
 _KIND_RANK = {"b": 0, "i": 1, "u": 1, "f": 2}  # torch's promotion categories: bool < integer < float
 
 
-# torch's names for tensor types (`x.type()`), here with "seqlab." in front: 'seqlab.FloatTensor'
-_TYPE_NAMES = {np.dtype(np.float32): "FloatTensor", np.dtype(np.float64): "DoubleTensor",
-               np.dtype(np.float16): "HalfTensor", np.dtype(np.int64): "LongTensor", np.dtype(np.int32): "IntTensor",
-               np.dtype(np.int16): "ShortTensor", np.dtype(np.int8): "CharTensor", np.dtype(np.uint8): "ByteTensor",
-               np.dtype(bool): "BoolTensor"}
-
-
-def _dim_or_axis(name: str, dim, axis, default=None):
-    """`dim`, or torch's NumPy-style alias `axis` (x.sum(axis=1)); both at once is a TypeError, as torch."""
-    if axis is None:
-        return default if dim is None else dim
-    if dim is not None:
-        raise TypeError(f"{name}() got both dim={dim!r} and its alias axis={axis!r}; pass one")
-    return axis
-
-
-class Tensor(MathMethods, IndexingMethods):
+class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
     """An n-dimensional array that records the operations applied to it."""
 
     __slots__ = ("data", "grad", "requires_grad", "_ctx", "_retains_grad", "__weakref__")
@@ -226,243 +224,6 @@ class Tensor(MathMethods, IndexingMethods):
             raise TypeError(f"only floating-point tensors can require gradients, got dtype {self.data.dtype}")
         self.requires_grad = bool(mode)
         return self
-
-    # In-place changes. Under grad mode a tensor that requires grad refuses them (a leaf's would go unseen
-    # by the graph, as torch refuses; seqlab records no in-place ops, so a non-leaf's would too); under
-    # no_grad they are counted, and a backward that would read the old values raises (autograd/versions.py).
-    def _in_place(self, name: str) -> None:
-        if self.requires_grad and is_grad_enabled():
-            what = "a leaf tensor that requires grad" if self._ctx is None else "a tensor that is part of a graph"
-            raise RuntimeError(f"{name}: {what} cannot be changed in place while gradients are recorded; "
-                               f"do it under seqlab.no_grad() (e.g. to set parameters), or change a clone()")
-
-    def zero_(self) -> "Tensor":
-        self._in_place("zero_")
-        self.data[...] = 0
-        _versions.bump(self.data)
-        return self
-
-    def fill_(self, value) -> "Tensor":
-        self._in_place("fill_")
-        self.data[...] = value if not hasattr(value, "shape") else backend.to_device(_arr(value), self.device)
-        _versions.bump(self.data)
-        return self
-
-    def copy_(self, other) -> "Tensor":
-        self._in_place("copy_")
-        src = backend.to_device(np.asarray(other) if not hasattr(other, "shape") else _arr(other), self.device)
-        if tuple(src.shape) != self.shape:
-            raise ValueError(f"copy_: source has shape {tuple(src.shape)} but the tensor has shape {self.shape}")
-        self.data[...] = src
-        _versions.bump(self.data)
-        return self
-
-    # Assignment into a tensor: `t[1] = 2.5`, `t[mask] = 0`, `t[:, 0] = other`, `t.masked_fill_(mask, v)`. The
-    # value is cast to the tensor's dtype (as torch). torch records these in the graph; seqlab does not, so
-    # while gradients are recorded it refuses a tensor that requires grad (a leaf or one in a graph) and a
-    # value that requires grad, rather than drop a gradient. A backward that saved the array raises (versions).
-    def _check_assign(self, name: str, value) -> None:
-        if is_grad_enabled() and (self.requires_grad or (isinstance(value, Tensor) and value.requires_grad)):
-            what = ("the value requires grad" if not self.requires_grad else
-                    "a leaf tensor that requires grad" if self._ctx is None else "a tensor that is part of a graph")
-            raise RuntimeError(f"{name}: {what}, and seqlab records no in-place assignment; build the result "
-                               f"out of place (seqlab.where, masked_fill, cat), or assign under seqlab.no_grad()")
-        if not getattr(getattr(self.data, "flags", None), "writeable", True):
-            raise RuntimeError(f"{name}: this tensor's array is read-only (a broadcast view, as from expand(), "
-                               f"where elements share memory, or an array marked read-only); change a clone()")
-
-    def _value_array(self, value):
-        """`value` (a Tensor, an array, a list or a number) as an array or scalar on this tensor's device."""
-        if isinstance(value, Tensor):
-            return backend.to_device(value.data, self.device)
-        if isinstance(value, (int, float, bool, np.number, np.bool_)):
-            return value
-        return backend.to_device(value if hasattr(value, "shape") else np.asarray(value), self.device)
-
-    def __setitem__(self, index, value) -> None:
-        self._check_assign("t[index] = value", value)
-        self.data[_index_arrays(index, self.device)] = self._value_array(value)
-        _versions.bump(self.data)
-
-    def masked_fill_(self, mask, value) -> "Tensor":
-        """In place: `value` where `mask` (bool, broadcastable to the tensor's shape) is True."""
-        self._check_assign("masked_fill_", value)
-        m = self._bool_mask("masked_fill_", mask)
-        if not backend.broadcasts_to(tuple(m.shape), self.shape):
-            raise ValueError(f"masked_fill_: the mask of shape {tuple(m.shape)} does not broadcast to the "
-                             f"tensor's shape {self.shape} (an in-place op keeps the tensor's shape)")
-        if isinstance(value, Tensor) and value.ndim != 0:
-            raise ValueError(f"masked_fill_ only supports a 0-dimensional value tensor, got {value.ndim} dimensions")
-        v = value.item() if isinstance(value, Tensor) else value
-        self.data[backend.xp_of(self.data).broadcast_to(m, self.shape)] = self.dtype.type(v)
-        _versions.bump(self.data)
-        return self
-
-    # In-place arithmetic, as torch's: `p -= lr * p.grad` under no_grad changes p itself. The result keeps
-    # self's dtype and shape: `other` (a Tensor, an array or a number) broadcasts to self's shape, and an
-    # op whose result would need a higher kind (a float into an integer tensor, any `/` into one) refuses.
-    def add_(self, other, alpha=1) -> "Tensor":
-        return self._arith_(backend.xp_of(self.data).add, "add_", other, alpha)
-
-    def sub_(self, other, alpha=1) -> "Tensor":
-        return self._arith_(backend.xp_of(self.data).subtract, "sub_", other, alpha)
-
-    def mul_(self, other) -> "Tensor":
-        return self._arith_(backend.xp_of(self.data).multiply, "mul_", other)
-
-    def div_(self, other) -> "Tensor":
-        return self._arith_(backend.xp_of(self.data).true_divide, "div_", other, true_divide=True)
-
-    def _arith_(self, ufunc, name: str, other, alpha=1, true_divide: bool = False) -> "Tensor":
-        self._in_place(name)
-        if isinstance(other, Tensor) and other.requires_grad and is_grad_enabled():
-            raise RuntimeError(f"{name}: the operand requires grad, and seqlab records no in-place op, so its "
-                               f"gradient would be lost; write the out-of-place `x = x.{name[:-1]}(y)` instead")
-        kind_self = _KIND_RANK.get(self.dtype.kind, 2)
-        if isinstance(other, (int, float, bool, np.number, np.bool_)):
-            src, shape = other, ()
-            kind = 0 if isinstance(other, (bool, np.bool_)) else 2 if isinstance(other, (float, np.floating)) else 1
-            if kind_self == 2 and kind != 0:
-                src = self.dtype.type(other)  # as torch: a number takes a float tensor's dtype
-        else:
-            src = _arr(other)
-            src = backend.to_device(src if hasattr(src, "dtype") else np.asarray(src), self.device)
-            kind, shape = _KIND_RANK.get(src.dtype.kind, 2), tuple(src.shape)
-        if true_divide:
-            kind = 2
-        if kind > kind_self:
-            raise RuntimeError(f"{name}: the result would be a {'float' if kind == 2 else 'integer'}, which "
-                               f"can't be cast to the tensor's dtype {self.dtype} (as torch); change a "
-                               f"tensor of a wider dtype, or use the out-of-place op")
-        if not backend.broadcasts_to(shape, self.shape):
-            raise ValueError(f"{name}: an operand of shape {shape} does not broadcast to the tensor's shape "
-                             f"{self.shape} (an in-place op keeps the tensor's shape)")
-        if alpha != 1:
-            if kind_self < 2 and isinstance(alpha, (float, np.floating)):
-                raise RuntimeError(f"{name}: alpha must be an integer for an integer tensor (as torch), "
-                                   f"got {alpha!r}")
-            src = src * (self.dtype.type(alpha) if kind_self == 2 else alpha)
-        if not getattr(getattr(self.data, "flags", None), "writeable", True):
-            raise RuntimeError(f"{name}: this tensor's array is read-only (a broadcast view, as from expand(), "
-                               f"where elements share memory, or an array marked read-only); change a clone()")
-        ufunc(self.data, src, out=self.data)
-        _versions.bump(self.data)
-        return self
-
-    # `x += y`: in place where `add_` would be allowed, and for a tensor in a graph (or an operand that
-    # requires grad) under grad mode the out-of-place op (Python falls back to `x = x + y` on
-    # NotImplemented), so `x = self.ln(x); x += residual` keeps its gradient. A leaf that requires grad
-    # refuses, as torch.
-    def _rebinds(self, other) -> bool:
-        if not is_grad_enabled():
-            return False
-        if self.requires_grad:
-            return self._ctx is not None  # a leaf: add_ refuses
-        return isinstance(other, Tensor) and other.requires_grad
-
-    def __iadd__(self, o):
-        return NotImplemented if self._rebinds(o) else self.add_(o)
-
-    def __isub__(self, o):
-        return NotImplemented if self._rebinds(o) else self.sub_(o)
-
-    def __imul__(self, o):
-        return NotImplemented if self._rebinds(o) else self.mul_(o)
-
-    def __itruediv__(self, o):
-        return NotImplemented if self._rebinds(o) else self.div_(o)
-
-    # ---- conversion -------------------------------------------------------
-    def to(self, *args, device=None, dtype=None, non_blocking: bool = False, copy: bool = False) -> "Tensor":
-        """As torch's: `to("cuda")`, `to(seqlab.float64)`, `to(device, dtype)`, `to(other_tensor)` (its device
-        and dtype), keywords too. This tensor itself when nothing changes, unless `copy=True`.
-        `non_blocking` is accepted and changes nothing (copies to and from the GPU complete in order)."""
-        device, dtype = backend.to_args(args, device, dtype)
-        out = self
-        if device is not None and backend.device_of(self.data) != device:
-            out = Tensor(backend.to_device(self.data, device), requires_grad=self.requires_grad)
-        if dtype is not None and np.dtype(dtype) != out.dtype:
-            out = out.astype(dtype)
-        if copy and out is self:
-            out = self.clone()
-        return out
-
-    def cpu(self) -> "Tensor":
-        return self.to("cpu")
-
-    def cuda(self) -> "Tensor":
-        return self.to("cuda")
-
-    def astype(self, dtype) -> "Tensor":
-        """This tensor in `dtype`; a float result keeps the gradient, an integer or bool one has none."""
-        from seqlab.autograd.ops.cast import Cast
-
-        dtype = np.dtype(dtype)
-        if dtype.kind not in "fc":
-            return Tensor._from_op(self.data.astype(dtype), None)
-        return Cast.apply(self, dtype=dtype)
-
-    def float(self) -> "Tensor":
-        return self.astype(np.float32)
-
-    def double(self) -> "Tensor":
-        return self.astype(np.float64)
-
-    def long(self) -> "Tensor":
-        return Tensor(self.data.astype(np.int64))
-
-    def bool(self) -> "Tensor":
-        return Tensor(self.data.astype(bool))
-
-    def int(self) -> "Tensor":
-        """int32, as torch's .int() (.long() is int64)."""
-        return Tensor(self.data.astype(np.int32))
-
-    def short(self) -> "Tensor":
-        return Tensor(self.data.astype(np.int16))
-
-    def half(self) -> "Tensor":
-        return self.astype(np.float16)
-
-    def type(self, dtype=None):
-        """No argument: the type's name as torch's ('seqlab.FloatTensor', 'seqlab.cuda.LongTensor'). With a
-        dtype, a dtype name ('float64') or a type name ('torch.LongTensor'): this tensor in that dtype (itself
-        when it has it already)."""
-        if dtype is None:
-            name = _TYPE_NAMES.get(self.dtype, f"{self.dtype}Tensor")
-            return f"seqlab.cuda.{name}" if self.device == "cuda" else f"seqlab.{name}"
-        if isinstance(dtype, str):
-            short_name = dtype.rsplit(".", 1)[-1]
-            by_name = {v: k for k, v in _TYPE_NAMES.items()}
-            if short_name in by_name:
-                dtype = by_name[short_name]
-            else:
-                try:
-                    dtype = np.dtype(dtype)
-                except TypeError:
-                    raise ValueError(f"invalid type: {dtype!r} (a dtype such as seqlab.float64, its name "
-                                     f"'float64', or a type name such as 'torch.LongTensor')") from None
-        return self.to(dtype)
-
-    def contiguous(self) -> "Tensor":
-        """Itself when its array is in C order, else a C-ordered copy that keeps the gradient (as torch)."""
-        flags = getattr(self.data, "flags", None)
-        if flags is None or flags.c_contiguous:
-            return self
-        return self.reshape(-1).reshape(self.shape)  # (the flat reshape copies in C order)
-
-    # ---- new tensors like this one: its dtype and device unless given (torch's new_*) ----------------------
-    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> "Tensor":
-        size = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
-        xp = backend.get_xp(device or self.device)
-        arr = xp.full(size, fill_value, dtype=np.dtype(dtype) if dtype is not None else self.dtype)
-        return Tensor(arr, requires_grad=requires_grad)
-
-    def new_zeros(self, *size, dtype=None, device=None, requires_grad: bool = False) -> "Tensor":
-        return self.new_full(_size(size), 0, dtype=dtype, device=device, requires_grad=requires_grad)
-
-    def new_ones(self, *size, dtype=None, device=None, requires_grad: bool = False) -> "Tensor":
-        return self.new_full(_size(size), 1, dtype=dtype, device=device, requires_grad=requires_grad)
 
     # ---- arithmetic -------------------------------------------------------
     def _other(self, x):
@@ -708,20 +469,6 @@ class Tensor(MathMethods, IndexingMethods):
             return self * self.dtype.type(1)
         return Tensor(self.data.copy())
 
-    def type_as(self, other: "Tensor") -> "Tensor":
-        return self.astype(other.dtype)
-
-    def tril(self, diagonal: int = 0) -> "Tensor":
-        """Zero above the `diagonal`-th diagonal of the last two dims."""
-        xp = backend.xp_of(self.data)
-        keep = xp.tril(xp.ones(self.shape[-2:], dtype=bool), k=diagonal)
-        return E.MaskedFill.apply(self, ~keep, 0)
-
-    def triu(self, diagonal: int = 0) -> "Tensor":
-        xp = backend.xp_of(self.data)
-        keep = xp.triu(xp.ones(self.shape[-2:], dtype=bool), k=diagonal)
-        return E.MaskedFill.apply(self, ~keep, 0)
-
     def norm(self, p: float = 2, dim=None, keepdim: bool = False) -> "Tensor":
         """(Σ|x|^p)^(1/p) over `dim` (all elements by default)."""
         # at the zero vector the gradient is 0, as torch's (the formulas' chain rule reads 0 · inf = NaN there)
@@ -768,34 +515,9 @@ class Tensor(MathMethods, IndexingMethods):
         x = self if dtype is None else self.astype(dtype)
         return R.Sum.apply(x, dim=_dim_or_axis("sum", dim, axis), keepdim=keepdim)
 
-    def prod(self, dim=None, keepdim: bool = False, *, dtype=None, axis=None):
-        """Product of all elements, or along one `dim` (torch takes a single dim here); with gradient."""
-        x = self if dtype is None else self.astype(dtype)
-        dim = _dim_or_axis("prod", dim, axis)
-        if dim is None:
-            return R.Prod.apply(x.reshape(-1), dim=0)
-        return R.Prod.apply(x, dim=normalize_dim(dim, x.ndim), keepdim=keepdim)
-
     def mean(self, dim=None, keepdim: bool = False, *, dtype=None, axis=None):
         x = self if dtype is None else self.astype(dtype)
         return R.Mean.apply(x, dim=_dim_or_axis("mean", dim, axis), keepdim=keepdim)
-
-    def var(self, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None, axis=None):
-        """torch's signatures: `var(dim=None, unbiased=True, keepdim=False)`, `var(dim, *, correction=1,
-        keepdim=False)` (the divisor is n − correction: unbiased is 1, biased 0) and `var(unbiased)`."""
-        dim = _dim_or_axis("var", dim, axis)
-        if isinstance(dim, (bool, np.bool_)):  # var(False): torch's `var(unbiased)`
-            if unbiased is not None:
-                raise TypeError("var(): a bool first argument is `unbiased`, and unbiased was given again")
-            dim, unbiased = None, bool(dim)
-        if unbiased is not None and correction is not None:
-            raise TypeError("var(): pass unbiased or correction, not both (as torch)")
-        corr = correction if correction is not None else 1 if unbiased is None else int(bool(unbiased))
-        return R.Var.apply(self, dim=dim, keepdim=keepdim, correction=corr)
-
-    def std(self, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None, axis=None):
-        """The square root of `var`, with var's arguments."""
-        return self.var(_dim_or_axis("std", dim, axis), unbiased, keepdim, correction=correction).sqrt()
 
     def max(self, dim=None, keepdim: bool = False, *, axis=None):
         """Without `dim`: the max value. With `dim`: (values, indices) as torch."""
@@ -812,50 +534,6 @@ class Tensor(MathMethods, IndexingMethods):
 
     def argmin(self, dim=None, keepdim: bool = False, *, axis=None):
         return _argminmax(self, _dim_or_axis("argmin", dim, axis), keepdim, use_min=True)
-
-    def all(self, dim=None, keepdim: bool = False, *, axis=None) -> "Tensor":
-        """Whether every element (along `dim`: an int or a tuple) is nonzero, a bool tensor (no gradient)."""
-        dims = normalize_dims(_dim_or_axis("all", dim, axis), self.ndim)
-        return Tensor._from_op(backend.xp_of(self.data).asarray(self.data.all(axis=dims, keepdims=keepdim)), None)
-
-    def any(self, dim=None, keepdim: bool = False, *, axis=None) -> "Tensor":
-        dims = normalize_dims(_dim_or_axis("any", dim, axis), self.ndim)
-        return Tensor._from_op(backend.xp_of(self.data).asarray(self.data.any(axis=dims, keepdims=keepdim)), None)
-
-    def cumsum(self, dim=None, *, dtype=None, axis=None) -> "Tensor":
-        """Running sum along `dim`, with gradient; bool and integer tensors sum in int64 (as torch)."""
-        dim = _dim_or_axis("cumsum", dim, axis)
-        if dim is None:
-            raise TypeError("cumsum() missing required argument 'dim' (or its alias 'axis')")
-        x = self if dtype is None else self.astype(dtype)
-        if x.ndim == 0:
-            normalize_dim(dim, 0)
-            return R.CumSum.apply(x.reshape(1), dim=0).reshape(())
-        return R.CumSum.apply(x, dim=normalize_dim(dim, x.ndim))
-
-    # ---- sorting: values through `gather`, so their gradient goes back to the places they came from --------
-    def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> "Tensor":
-        """Indices that sort along `dim`; ties keep their order (stable, whatever `stable` says)."""
-        return Tensor._from_op(_sort_indices(self, dim, descending), None)
-
-    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False):
-        """(values, indices) sorted along `dim`, as torch.sort; the values carry the gradient."""
-        idx = Tensor._from_op(_sort_indices(self, dim, descending), None)
-        return SortResult(self.clone() if self.ndim == 0 else self.gather(dim, idx), idx)
-
-    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
-        """(values, indices) of the `k` largest (or smallest) along `dim`, in order (also with sorted=False,
-        which lets torch return any order); the values carry the gradient."""
-        d = normalize_dim(dim, self.ndim)
-        n = self.shape[d] if self.ndim else 1
-        if not 0 <= k <= n:
-            raise ValueError(f"topk: selected index k out of range: k={k} for dim {dim} of size {n} "
-                             f"(shape {self.shape})")
-        idx = _sort_indices(self, d, largest)
-        if self.ndim == 0:
-            return TopkResult(self.clone(), Tensor._from_op(idx, None))  # as torch, for k 0 or 1
-        idx = Tensor._from_op(idx[(slice(None),) * d + (slice(0, k),)], None)
-        return TopkResult(self.gather(d, idx), idx)
 
     # ---- shape ------------------------------------------------------------
     def reshape(self, *shape):
@@ -955,25 +633,6 @@ class Tensor(MathMethods, IndexingMethods):
             start += s
         return tuple(out)
 
-    def unbind(self, dim: int = 0):
-        """The slices along `dim`, that dim removed (as torch.unbind)."""
-        if self.ndim == 0:
-            raise ValueError("unbind() needs at least a 1-dimensional tensor")
-        d = normalize_dim(dim, self.ndim)
-        return tuple(self[(slice(None),) * d + (i,)] for i in range(self.shape[d]))
-
-    def flip(self, dims):
-        dims = (dims,) if isinstance(dims, int) else tuple(dims)
-        norm = [normalize_dim(d, self.ndim) for d in dims]
-        if len(set(norm)) != len(norm):
-            raise ValueError(f"flip: dims {dims} name a dim more than once")
-        if self.ndim == 0:
-            return self[...]
-        index = [slice(None)] * self.ndim
-        for d in norm:
-            index[d] = slice(None, None, -1)
-        return self[tuple(index)]
-
     def gather(self, dim: int, index) -> "Tensor":
         """out[..., j, ...] = self[..., index[..., j, ...], ...] along `dim` (torch.gather)."""
         idx = _arr(index)
@@ -984,46 +643,6 @@ class Tensor(MathMethods, IndexingMethods):
         if idx.ndim != self.ndim:
             raise ValueError(f"gather index has {idx.ndim} dims but the tensor has {self.ndim} (shape {self.shape})")
         return V.Gather.apply(self, _index_arrays(idx, self.device), dim=normalize_dim(dim, self.ndim))
-
-    def repeat(self, *sizes):
-        """Tile the tensor `sizes[i]` times along dim i (as torch.repeat; new leading dims allowed)."""
-        sizes = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
-        if len(sizes) < self.ndim:
-            raise ValueError(f"repeat needs at least {self.ndim} sizes for shape {self.shape}, got {sizes}")
-        shape = (1,) * (len(sizes) - self.ndim) + self.shape
-        inter, target = [], []
-        for r, s in zip(sizes, shape):
-            inter += [1, s]
-            target += [r, s]
-        out = self.reshape(inter).expand(*target)  # (r0, s0, r1, s1, ...)
-        return out.reshape(tuple(r * s for r, s in zip(sizes, shape)))
-
-    def repeat_interleave(self, repeats, dim=None, *, output_size=None) -> "Tensor":
-        """Each element (or slice along `dim`) `repeats` times in a row: an int, or a 1-D integer tensor of
-        one count per slice (or one for all). Without `dim` the tensor is flattened first (as torch). Picked
-        by an integer index, so the gradient of the copies adds up."""
-        x = self.reshape(-1) if dim is None or self.ndim == 0 else self
-        d = normalize_dim(0 if dim is None else dim, x.ndim)
-        n = x.shape[d]
-        if isinstance(repeats, (bool, np.bool_)) or not isinstance(repeats, (int, np.integer, Tensor, np.ndarray)):
-            raise TypeError(f"repeat_interleave(): repeats must be an int or an integer tensor, "
-                            f"got {type(repeats).__name__}")
-        counts = backend.to_numpy(_arr(repeats)) if not isinstance(repeats, (int, np.integer)) else np.asarray(repeats)
-        if counts.dtype.kind not in "iu":
-            raise TypeError(f"repeat_interleave(): repeats must hold integers, got dtype {counts.dtype}")
-        if counts.ndim > 1:
-            raise ValueError(f"repeat_interleave(): repeats must be 0-dim or 1-dim, got shape {counts.shape}")
-        if counts.size == 1:
-            counts = np.full(n, counts.reshape(()), dtype=np.int64)
-        if counts.shape[0] != n:
-            raise ValueError(f"repeat_interleave(): repeats has {counts.shape[0]} counts but the input has "
-                             f"{n} slices along dim {d} (shape {x.shape})")
-        if (counts < 0).any():
-            raise ValueError("repeat_interleave(): repeats must be non-negative")
-        idx = np.repeat(np.arange(n, dtype=np.int64), counts)
-        if output_size is not None and output_size != idx.size:
-            raise ValueError(f"repeat_interleave(): output_size={output_size} but the repeats make {idx.size}")
-        return x[(slice(None),) * d + (idx,)]  # (..., Σ repeats, ...)
 
     def chunk(self, chunks: int, dim: int = 0):
         if chunks <= 0:
@@ -1074,62 +693,6 @@ def _minmax(t: Tensor, dim, keepdim, use_min):
     return (MinResult if use_min else MinMaxResult)(values, Tensor(_keep(idx, dim, keepdim)))
 
 
-def _size(size: tuple) -> tuple:
-    """A shape given as `f(2, 3)` or `f((2, 3))`."""
-    return tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
-
-
-def _sort_indices(t: Tensor, dim, descending: bool):
-    """int64 indices that sort `t` along `dim`, stably: ties keep their order, also descending (the stable
-    ascending sort of the reversed array, reversed)."""
-    xp = backend.xp_of(t.data)
-    d = normalize_dim(dim, t.ndim)
-    if t.ndim == 0:
-        return xp.zeros((), dtype=np.int64)
-    if not descending:
-        return xp.argsort(t.data, axis=d, kind="stable").astype(np.int64, copy=False)
-    idx = xp.argsort(xp.flip(t.data, axis=d), axis=d, kind="stable")
-    return ((t.shape[d] - 1) - xp.flip(idx, axis=d)).astype(np.int64, copy=False)
-
-
-class ValuesIndices(tuple):
-    """(values, indices), as torch.return_types.max/min/sort/topk: a pair with `.values` and `.indices`."""
-
-    kind = "max"
-
-    def __new__(cls, values, indices):
-        return super().__new__(cls, (values, indices))
-
-    @property
-    def values(self):
-        return self[0]
-
-    @property
-    def indices(self):
-        return self[1]
-
-    def __repr__(self) -> str:
-        return f"seqlab.return_types.{self.kind}(\nvalues={self[0]!r},\nindices={self[1]!r})"
-
-
-class MinMaxResult(ValuesIndices):
-    kind = "max"
-
-
-class MinResult(MinMaxResult):
-    kind = "min"
-
-
-class SortResult(ValuesIndices):
-    kind = "sort"
-
-
-class TopkResult(ValuesIndices):
-    kind = "topk"
-
-
-
-
 def _index_arrays(index, device: str):
     """An index with its Tensors and lists as arrays, each array on `device` (host index arrays are copied
     to the GPU for a GPU tensor, whose gradient adds into them there)."""
@@ -1165,3 +728,13 @@ def _check_reshape(shape, new_shape) -> None:
     if (-1 in new_shape and (prod == 0 or size % prod)) or (-1 not in new_shape and prod != size):
         raise ValueError(f"cannot reshape a tensor of shape {tuple(shape)} ({size} elements) "
                          f"into {tuple(new_shape)}")
+
+
+# The methods moved out of the Tensor class into mixins name `Tensor`, and some of them this module's `_arr`,
+# `_index_arrays` and `_KIND_RANK`, as globals, as they did here. Their modules cannot import this one when they
+# load (it imports them first, for Tensor's bases), so it binds those names in them now.
+for _module in (tensor_inplace, tensor_convert, tensor_shape, tensor_stats):
+    _module.Tensor = Tensor
+tensor_inplace._arr = tensor_shape._arr = _arr
+tensor_inplace._index_arrays, tensor_inplace._KIND_RANK = _index_arrays, _KIND_RANK
+del _module

@@ -1,5 +1,5 @@
 """Element-wise math beyond `elementwise.py`: rounding, log1p/expm1, log2/log10, hyperbolic and inverse
-trigonometric functions, erf, atan2, hypot and fmod (the methods of `tensor_math.MathMethods`).
+trigonometric functions, erf, atan2, hypot and fmod (the methods of `tensor_pointwise.PointwiseMethods`).
 
 Each is a primitive because composing it would lose precision, not because it must be: log(1 + a) rounds
 1 + a first (log(1 + 1e-10) is 1.00000008e-10, not 1e-10), (e^a − e^−a)/2 cancels near 0, and log(a)/log(10)

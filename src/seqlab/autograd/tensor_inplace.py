@@ -1,0 +1,265 @@
+"""`InPlaceMethods`: what changes a tensor's own memory, as a mixin of `Tensor`: zero_, fill_, copy_,
+assignment (`t[i] = v`, masked_fill_), in-place arithmetic (add_, `x += y`, ...) and the in-place forms of the
+element-wise and shape methods (exp_, clamp_, tril_, unsqueeze_, ...).
+
+The in-place forms of the selection methods (scatter_, index_add_, masked_scatter_, ...) sit beside their
+out-of-place forms in tensor_select.py.
+
+These methods name `Tensor` and tensor.py's `_arr`, `_index_arrays` and `_KIND_RANK` (torch's promotion kinds)
+as globals, as they did where they were written (tensor.py, tensor_math.py); tensor.py binds those names here
+once it has defined them (it imports this module first, for Tensor's bases, so this one cannot import it).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from seqlab import backend
+from seqlab.autograd import versions as _versions
+from seqlab.autograd.function import is_grad_enabled, no_grad
+
+Tensor = _arr = _index_arrays = _KIND_RANK = None  # bound by seqlab.autograd.tensor (see above)
+
+
+class InPlaceMethods:
+    """torch.Tensor's in-place methods: zero_/fill_/copy_, assignment, add_/`+=` and exp_..t_."""
+
+    __slots__ = ()
+
+    # In-place changes. Under grad mode a tensor that requires grad refuses them (a leaf's would go unseen
+    # by the graph, as torch refuses; seqlab records no in-place ops, so a non-leaf's would too); under
+    # no_grad they are counted, and a backward that would read the old values raises (autograd/versions.py).
+    def _in_place(self, name: str) -> None:
+        if self.requires_grad and is_grad_enabled():
+            what = "a leaf tensor that requires grad" if self._ctx is None else "a tensor that is part of a graph"
+            raise RuntimeError(f"{name}: {what} cannot be changed in place while gradients are recorded; "
+                               f"do it under seqlab.no_grad() (e.g. to set parameters), or change a clone()")
+
+    def zero_(self) -> "Tensor":
+        self._in_place("zero_")
+        self.data[...] = 0
+        _versions.bump(self.data)
+        return self
+
+    def fill_(self, value) -> "Tensor":
+        self._in_place("fill_")
+        self.data[...] = value if not hasattr(value, "shape") else backend.to_device(_arr(value), self.device)
+        _versions.bump(self.data)
+        return self
+
+    def copy_(self, other) -> "Tensor":
+        self._in_place("copy_")
+        src = backend.to_device(np.asarray(other) if not hasattr(other, "shape") else _arr(other), self.device)
+        if tuple(src.shape) != self.shape:
+            raise ValueError(f"copy_: source has shape {tuple(src.shape)} but the tensor has shape {self.shape}")
+        self.data[...] = src
+        _versions.bump(self.data)
+        return self
+
+    # Assignment into a tensor: `t[1] = 2.5`, `t[mask] = 0`, `t[:, 0] = other`, `t.masked_fill_(mask, v)`. The
+    # value is cast to the tensor's dtype (as torch). torch records these in the graph; seqlab does not, so
+    # while gradients are recorded it refuses a tensor that requires grad (a leaf or one in a graph) and a
+    # value that requires grad, rather than drop a gradient. A backward that saved the array raises (versions).
+    def _check_assign(self, name: str, value) -> None:
+        if is_grad_enabled() and (self.requires_grad or (isinstance(value, Tensor) and value.requires_grad)):
+            what = ("the value requires grad" if not self.requires_grad else
+                    "a leaf tensor that requires grad" if self._ctx is None else "a tensor that is part of a graph")
+            raise RuntimeError(f"{name}: {what}, and seqlab records no in-place assignment; build the result "
+                               f"out of place (seqlab.where, masked_fill, cat), or assign under seqlab.no_grad()")
+        if not getattr(getattr(self.data, "flags", None), "writeable", True):
+            raise RuntimeError(f"{name}: this tensor's array is read-only (a broadcast view, as from expand(), "
+                               f"where elements share memory, or an array marked read-only); change a clone()")
+
+    def _value_array(self, value):
+        """`value` (a Tensor, an array, a list or a number) as an array or scalar on this tensor's device."""
+        if isinstance(value, Tensor):
+            return backend.to_device(value.data, self.device)
+        if isinstance(value, (int, float, bool, np.number, np.bool_)):
+            return value
+        return backend.to_device(value if hasattr(value, "shape") else np.asarray(value), self.device)
+
+    def __setitem__(self, index, value) -> None:
+        self._check_assign("t[index] = value", value)
+        self.data[_index_arrays(index, self.device)] = self._value_array(value)
+        _versions.bump(self.data)
+
+    def masked_fill_(self, mask, value) -> "Tensor":
+        """In place: `value` where `mask` (bool, broadcastable to the tensor's shape) is True."""
+        self._check_assign("masked_fill_", value)
+        m = self._bool_mask("masked_fill_", mask)
+        if not backend.broadcasts_to(tuple(m.shape), self.shape):
+            raise ValueError(f"masked_fill_: the mask of shape {tuple(m.shape)} does not broadcast to the "
+                             f"tensor's shape {self.shape} (an in-place op keeps the tensor's shape)")
+        if isinstance(value, Tensor) and value.ndim != 0:
+            raise ValueError(f"masked_fill_ only supports a 0-dimensional value tensor, got {value.ndim} dimensions")
+        v = value.item() if isinstance(value, Tensor) else value
+        self.data[backend.xp_of(self.data).broadcast_to(m, self.shape)] = self.dtype.type(v)
+        _versions.bump(self.data)
+        return self
+
+    # In-place arithmetic, as torch's: `p -= lr * p.grad` under no_grad changes p itself. The result keeps
+    # self's dtype and shape: `other` (a Tensor, an array or a number) broadcasts to self's shape, and an
+    # op whose result would need a higher kind (a float into an integer tensor, any `/` into one) refuses.
+    def add_(self, other, alpha=1) -> "Tensor":
+        return self._arith_(backend.xp_of(self.data).add, "add_", other, alpha)
+
+    def sub_(self, other, alpha=1) -> "Tensor":
+        return self._arith_(backend.xp_of(self.data).subtract, "sub_", other, alpha)
+
+    def mul_(self, other) -> "Tensor":
+        return self._arith_(backend.xp_of(self.data).multiply, "mul_", other)
+
+    def div_(self, other) -> "Tensor":
+        return self._arith_(backend.xp_of(self.data).true_divide, "div_", other, true_divide=True)
+
+    def _arith_(self, ufunc, name: str, other, alpha=1, true_divide: bool = False) -> "Tensor":
+        self._in_place(name)
+        if isinstance(other, Tensor) and other.requires_grad and is_grad_enabled():
+            raise RuntimeError(f"{name}: the operand requires grad, and seqlab records no in-place op, so its "
+                               f"gradient would be lost; write the out-of-place `x = x.{name[:-1]}(y)` instead")
+        kind_self = _KIND_RANK.get(self.dtype.kind, 2)
+        if isinstance(other, (int, float, bool, np.number, np.bool_)):
+            src, shape = other, ()
+            kind = 0 if isinstance(other, (bool, np.bool_)) else 2 if isinstance(other, (float, np.floating)) else 1
+            if kind_self == 2 and kind != 0:
+                src = self.dtype.type(other)  # as torch: a number takes a float tensor's dtype
+        else:
+            src = _arr(other)
+            src = backend.to_device(src if hasattr(src, "dtype") else np.asarray(src), self.device)
+            kind, shape = _KIND_RANK.get(src.dtype.kind, 2), tuple(src.shape)
+        if true_divide:
+            kind = 2
+        if kind > kind_self:
+            raise RuntimeError(f"{name}: the result would be a {'float' if kind == 2 else 'integer'}, which "
+                               f"can't be cast to the tensor's dtype {self.dtype} (as torch); change a "
+                               f"tensor of a wider dtype, or use the out-of-place op")
+        if not backend.broadcasts_to(shape, self.shape):
+            raise ValueError(f"{name}: an operand of shape {shape} does not broadcast to the tensor's shape "
+                             f"{self.shape} (an in-place op keeps the tensor's shape)")
+        if alpha != 1:
+            if kind_self < 2 and isinstance(alpha, (float, np.floating)):
+                raise RuntimeError(f"{name}: alpha must be an integer for an integer tensor (as torch), "
+                                   f"got {alpha!r}")
+            src = src * (self.dtype.type(alpha) if kind_self == 2 else alpha)
+        if not getattr(getattr(self.data, "flags", None), "writeable", True):
+            raise RuntimeError(f"{name}: this tensor's array is read-only (a broadcast view, as from expand(), "
+                               f"where elements share memory, or an array marked read-only); change a clone()")
+        ufunc(self.data, src, out=self.data)
+        _versions.bump(self.data)
+        return self
+
+    # `x += y`: in place where `add_` would be allowed, and for a tensor in a graph (or an operand that
+    # requires grad) under grad mode the out-of-place op (Python falls back to `x = x + y` on
+    # NotImplemented), so `x = self.ln(x); x += residual` keeps its gradient. A leaf that requires grad
+    # refuses, as torch.
+    def _rebinds(self, other) -> bool:
+        if not is_grad_enabled():
+            return False
+        if self.requires_grad:
+            return self._ctx is not None  # a leaf: add_ refuses
+        return isinstance(other, Tensor) and other.requires_grad
+
+    def __iadd__(self, o):
+        return NotImplemented if self._rebinds(o) else self.add_(o)
+
+    def __isub__(self, o):
+        return NotImplemented if self._rebinds(o) else self.sub_(o)
+
+    def __imul__(self, o):
+        return NotImplemented if self._rebinds(o) else self.mul_(o)
+
+    def __itruediv__(self, o):
+        return NotImplemented if self._rebinds(o) else self.div_(o)
+
+    # ---- in place from the out-of-place op: refused, as zero_/add_ above, while the tensor is in a graph ---
+    def _replace_(self, name: str, compute: Callable[[], Any]):
+        """Write compute() (the out-of-place op) into this tensor's memory; its dtype and shape stay."""
+        self._in_place(name)
+        if not getattr(getattr(self.data, "flags", None), "writeable", True):
+            raise RuntimeError(f"{name}: this tensor's array is read-only (a broadcast view, as from expand(), "
+                               f"where elements share memory, or an array marked read-only); change a clone()")
+        with no_grad():
+            out = compute()
+        if _KIND_RANK.get(out.dtype.kind, 3) > _KIND_RANK.get(self.dtype.kind, 3):
+            raise RuntimeError(f"{name}: result type {out.dtype} can't be cast to the tensor's dtype "
+                               f"{self.dtype} (as torch); use the out-of-place {name[:-1]}() or .float() first")
+        if tuple(out.shape) != self.shape:
+            raise ValueError(f"{name}: the result has shape {tuple(out.shape)} but the tensor has shape "
+                             f"{self.shape} (an in-place op keeps the tensor's shape)")
+        self.data[...] = out.data
+        _versions.bump(self.data)
+        return self
+
+    def exp_(self):
+        return self._replace_("exp_", self.exp)
+
+    def log_(self):
+        return self._replace_("log_", self.log)
+
+    def sqrt_(self):
+        return self._replace_("sqrt_", self.sqrt)
+
+    def relu_(self):
+        return self._replace_("relu_", self.relu)
+
+    def abs_(self):
+        return self._replace_("abs_", self.abs)
+
+    def neg_(self):
+        return self._replace_("neg_", self.__neg__)
+
+    def tanh_(self):
+        return self._replace_("tanh_", self.tanh)
+
+    def sigmoid_(self):
+        return self._replace_("sigmoid_", self.sigmoid)
+
+    def floor_(self):
+        return self._replace_("floor_", self.floor)
+
+    def ceil_(self):
+        return self._replace_("ceil_", self.ceil)
+
+    def trunc_(self):
+        return self._replace_("trunc_", self.trunc)
+
+    def round_(self, *, decimals: int = 0):
+        return self._replace_("round_", lambda: self.round(decimals=decimals))
+
+    def clamp_(self, min=None, max=None):  # noqa: A002 (torch's names)
+        return self._replace_("clamp_", lambda: self.clamp(min, max))
+
+    clip_ = clamp_
+
+    def clamp_min_(self, min):  # noqa: A002
+        return self._replace_("clamp_min_", lambda: self.clamp_min(min))
+
+    def clamp_max_(self, max):  # noqa: A002
+        return self._replace_("clamp_max_", lambda: self.clamp_max(max))
+
+    def nan_to_num_(self, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None):
+        return self._replace_("nan_to_num_", lambda: self.nan_to_num(nan, posinf, neginf))
+
+    def tril_(self, diagonal: int = 0):
+        return self._replace_("tril_", lambda: self.tril(diagonal))
+
+    def triu_(self, diagonal: int = 0):
+        return self._replace_("triu_", lambda: self.triu(diagonal))
+
+    # shape changes in place: this tensor's array becomes a view of the new shape (other tensors sharing the
+    # memory keep theirs, as torch); the values do not change, so no version is counted
+    def _reshape_(self, name: str, compute: Callable[[], Any]):
+        self._in_place(name)
+        with no_grad():
+            self.data = compute().data
+        return self
+
+    def unsqueeze_(self, dim: int):
+        return self._reshape_("unsqueeze_", lambda: self.unsqueeze(dim))
+
+    def squeeze_(self, dim=None):
+        return self._reshape_("squeeze_", lambda: self.squeeze(dim))
+
+    def t_(self):
+        return self._reshape_("t_", self.t)
