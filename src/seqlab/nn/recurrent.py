@@ -3,7 +3,8 @@
 Constructor arguments, parameter names (`weight_ih_l0`, `weight_hh_l0_reverse`, …),
 gate order (LSTM i, f, g, o; GRU r, z, n), initialisation U(−1/√H, 1/√H) and
 return values mirror torch, so `load_state_dict(torch_module.state_dict())`
-works. Always batch-first: x is (B, T, input_size).
+works. Always batch-first: x is (B, T, input_size), with `lengths=` (B,) for a padded
+batch, or a `PackedSequence` (torch's `pack_padded_sequence`), whose output comes back packed.
 
 The chapter's `SimpleRNN` listing swaps H and T and keeps a hidden state of
 the wrong shape; the batched version is simply
@@ -29,6 +30,7 @@ from seqlab.backend import to_numpy, xp_of
 from seqlab.nn import init
 from seqlab.nn.module import Module, Parameter, takes_device
 from seqlab.nn.rnn_kernels import GATES, RecurrentScan
+from seqlab.nn.utils.rnn import PackedSequence, _pack_as, pad_packed_sequence
 
 
 # ---- the chapter's cell equations, composed from autograd ops -----------------------------
@@ -224,7 +226,9 @@ class _RNNBase(Module):
         """The layer loop shared by the three subclasses; returns (output, h_n, c_n or None).
 
         An unbatched sequence (T, I) with states (L·D, H), as torch takes them, runs as a batch of one and
-        comes back without the batch dim."""
+        comes back without the batch dim. A PackedSequence comes back packed (`_run_packed`)."""
+        if isinstance(x, PackedSequence):
+            return self._run_packed(x, h0, c0, lengths)
         if isinstance(x, Tensor) and x.ndim == 2 and x.shape[-1] == self.input_size:
             if lengths is not None:
                 raise ValueError(f"{type(self).__name__}: lengths is for a batch (B, T, I); x is one sequence "
@@ -266,6 +270,19 @@ class _RNNBase(Module):
         h_n = creation.stack([_as_tensor(h) for h in h_n], dim=0)      # (L·D, B, H)
         c_n = creation.stack([_as_tensor(c) for c in c_n], dim=0) if self.mode == "lstm" else None
         return layer_in, h_n, c_n
+
+    def _run_packed(self, packed: PackedSequence, h0, c0, lengths):
+        """torch's `out, h_n = rnn(packed)`: unpack to (B, T, I) in the caller's batch order with the lengths,
+        run the lengths path, pack the output as the input (same batch_sizes and indices). States given and
+        returned are in the caller's order, as torch's (which sorts them internally)."""
+        if lengths is not None:
+            raise ValueError(f"{type(self).__name__}: a PackedSequence carries its own lengths; pass lengths=None")
+        if packed.data.ndim != 2 or packed.data.shape[-1] != self.input_size:
+            raise ValueError(f"{type(self).__name__} expects packed data of shape (N, {self.input_size}), "
+                             f"got {packed.data.shape}")
+        x, lens = pad_packed_sequence(packed, batch_first=True)    # (B, T, I), (B,)
+        out, h_n, c_n = self._run(x, h0, c0, lens)                  # (B, T, D·H), (L·D, B, H)
+        return _pack_as(out, packed, batch_first=True), h_n, c_n    # data (N, D·H)
 
     def _scan_fused(self, xproj, h0, c0, w_hh, b_hh, reverse, mask):
         T = xproj.shape[1]
@@ -320,6 +337,7 @@ class RNN(_RNNBase):
       -> (output (B, T, D·H), h_n (L·D, B, H)).
     With `lengths`, outputs past each sequence's length are 0 and h_n is taken at its
     last real step (the reverse direction starts there), as torch's packed sequences.
+    x may be a PackedSequence: output is then packed the same way, hx and h_n in the batch's original order.
     """
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity: str = "tanh",
