@@ -33,8 +33,15 @@ def test_the_script_top_is_torch_code(capsys):
             .replace("import seqlab.nn.functional as F", "import torch.nn.functional as F")
             .replace("model = torch.compile(model)", "pass  # (torch.compile needs a C compiler)"))
     assert not [line for line in code.splitlines() if "seqlab" in line.split("#")[0]]  # code, not comments
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)  # torch.cuda.amp.GradScaler's deprecation
-        exec(compile(code, "from-torch.md block 0, on torch", "exec"), {})
+    import torch
+
+    precision, tf32 = torch.get_float32_matmul_precision(), torch.backends.cuda.matmul.allow_tf32
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # torch.cuda.amp.GradScaler's deprecation
+            exec(compile(code, "from-torch.md block 0, on torch", "exec"), {})
+    finally:  # the script sets torch's TF32 flag (and with it the matmul precision): later tests see the default
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.set_float32_matmul_precision(precision)
     out = capsys.readouterr().out
     assert out.startswith("19 {'vocab': 65, 'block': 16}")
