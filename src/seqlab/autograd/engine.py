@@ -70,6 +70,33 @@ def topological_order(root) -> list:
     return order
 
 
+class HookHandle:
+    """What `Tensor.register_hook` returns: `remove()` takes the hook off (torch's RemovableHandle)."""
+
+    def __init__(self, hooks: list, hook):
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self) -> None:
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+def _run_hooks(hooks: list, g):
+    """`g` after each hook of a tensor (registered with `register_hook`) has seen it, and maybe replaced it."""
+    from seqlab.autograd.tensor import Tensor
+
+    for hook in list(hooks):
+        out = hook(Tensor._from_op(g, None))
+        if out is None:
+            continue
+        new = out.data if isinstance(out, Tensor) else out
+        if tuple(getattr(new, "shape", ())) != tuple(g.shape):
+            raise RuntimeError(f"hook {getattr(hook, '__name__', hook)!r} returned a gradient of shape "
+                               f"{tuple(getattr(new, 'shape', ()))}, expected {tuple(g.shape)}")
+        g = new.astype(g.dtype, copy=False)
+    return g
+
+
 def _release(fn) -> None:
     """After fn's backward (no retain_graph): drop everything it saved, mark it freed, and make the
     tensor it created (if anyone still holds it) forget it."""
@@ -138,6 +165,9 @@ def run_backward(root, grad, retain_graph: bool = False) -> None:
         if not isinstance(node, Function):  # a leaf tensor: accumulate into .grad
             if g is None:
                 continue
+            hooks = getattr(node, "_hooks", None)
+            if hooks:
+                g, is_owned = _run_hooks(hooks, g), False
             if node.grad is None:
                 # a copy unless the engine owns it: backward may hand one array to several inputs. As torch's
                 # layout contract: a leaf in C order gets its .grad in C order (an op's backward may write
@@ -152,6 +182,9 @@ def run_backward(root, grad, retain_graph: bool = False) -> None:
             if not retain_graph:
                 _release(fn)
             continue
+        hooks = fn.__dict__.get("_hooks")
+        if hooks:
+            g = _run_hooks(hooks, g)
         made = fn.out_ref() if fn.out_ref is not None else None
         if made is not None and made._retains_grad:
             made.grad = g.copy() if made.grad is None else made.grad + g

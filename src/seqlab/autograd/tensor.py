@@ -68,7 +68,7 @@ _KIND_RANK = {"b": 0, "i": 1, "u": 1, "f": 2}  # torch's promotion categories: b
 class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
     """An n-dimensional array that records the operations applied to it."""
 
-    __slots__ = ("data", "grad", "requires_grad", "_ctx", "_retains_grad", "__weakref__")
+    __slots__ = ("data", "grad", "requires_grad", "_ctx", "_retains_grad", "_hooks", "__weakref__")
     __array_priority__ = 1000  # so `ndarray + Tensor` calls Tensor.__radd__
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype=None, device: str | None = None):
@@ -201,6 +201,21 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
 
     def retain_grad(self) -> None:
         self._retains_grad = True
+
+    def register_hook(self, hook) -> "engine.HookHandle":
+        """Call `hook(grad)` when backward computes this tensor's gradient (as torch): `grad` is a Tensor, and
+        a returned Tensor or array replaces it from there on (None keeps it). For a leaf it runs before the
+        gradient is added into `.grad`. Returns a handle whose `remove()` takes the hook off."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        owner = self if self._ctx is None else self._ctx  # a leaf itself, else the op that made it
+        if engine._is_freed(owner):
+            raise RuntimeError("cannot register a hook on a tensor whose graph backward() already freed")
+        hooks = getattr(owner, "_hooks", None)
+        if hooks is None:
+            hooks = owner._hooks = []
+        hooks.append(hook)
+        return engine.HookHandle(hooks, hook)
 
     def detach(self) -> "Tensor":
         return Tensor._from_op(self.data, None)
