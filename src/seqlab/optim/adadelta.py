@@ -1,8 +1,7 @@
 """Adadelta (Zeiler 2012; d2l §12.9), torch.optim.Adadelta's update order."""
 from __future__ import annotations
 
-from seqlab.backend import xp_of
-from seqlab.optim.common import check_flags, check_non_negative, gradient
+from seqlab.optim.common import ZEROS, check_flags, check_non_negative, parameters_to_step
 from seqlab.optim.optimizer import Optimizer, run_closure
 
 
@@ -32,17 +31,8 @@ class Adadelta(Optimizer):
         loss = run_closure(closure)
         for group in self.param_groups:
             lr, rho, eps, wd = map(float, (group["lr"], group["rho"], group["eps"], group["weight_decay"]))
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                xp = xp_of(p.data)
-                state = self.state.setdefault(id(p), {})
-                if not state:
-                    state["step"] = 0
-                    state["square_avg"] = xp.zeros_like(p.data)
-                    state["acc_delta"] = xp.zeros_like(p.data)
+            for p, state, g, xp in parameters_to_step(self, group, square_avg=ZEROS, acc_delta=ZEROS):
                 state["step"] += 1
-                g = gradient(p, group["maximize"])
                 if wd:
                     g = g + wd * p.data
                 s, acc = state["square_avg"], state["acc_delta"]

@@ -1,8 +1,7 @@
 """Averaged SGD (Polyak & Juditsky 1992), torch.optim.ASGD's update order."""
 from __future__ import annotations
 
-from seqlab.backend import xp_of
-from seqlab.optim.common import check_flags, check_non_negative, gradient
+from seqlab.optim.common import ZEROS, check_flags, check_non_negative, parameters_to_step
 from seqlab.optim.optimizer import Optimizer, run_closure
 
 
@@ -34,16 +33,7 @@ class ASGD(Optimizer):
         for group in self.param_groups:
             lr, lambd, alpha, t0, wd = map(float, (group["lr"], group["lambd"], group["alpha"], group["t0"],
                                                    group["weight_decay"]))
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state.setdefault(id(p), {})
-                if not state:
-                    state["step"] = 0
-                    state["eta"] = lr
-                    state["mu"] = 1.0
-                    state["ax"] = xp_of(p.data).zeros_like(p.data)
-                g = gradient(p, group["maximize"])
+            for p, state, g, xp in parameters_to_step(self, group, eta=lr, mu=1.0, ax=ZEROS):
                 state["step"] += 1
                 t = state["step"]
                 if wd:

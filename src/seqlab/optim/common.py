@@ -2,7 +2,10 @@
 argument checks with torch's messages, `maximize`, and torch's rounding of `lerp_`."""
 from __future__ import annotations
 
+from seqlab.backend import xp_of
 from seqlab.optim.optimizer import check_implementation_flags
+
+ZEROS = object()  # in `parameters_to_step`'s initial state: an array of zeros shaped as the parameter
 
 # torch's words for the hyper-parameters in "Invalid ...: value"; any other name reads "Invalid <name> value".
 _WORDS = {"lr": "learning rate", "eps": "epsilon value"}
@@ -37,6 +40,23 @@ def gradient(p, maximize: bool):
     """The gradient to descend: p.grad, or −p.grad to ascend (torch negates the gradient first, so every
     buffer holds what minimizing −f would hold)."""
     return -p.grad if maximize else p.grad
+
+
+def parameters_to_step(optimizer, group: dict, **initial):
+    """(p, state, g, xp) for each parameter of `group` that has a gradient. Its state is made on first use:
+    "step" 0, then `initial` in the order given (torch's state_dict order; ZEROS makes an array of zeros
+    like p, any other value is stored as it is). g is the gradient to descend (negated for maximize), xp
+    the parameter's array module."""
+    for p in group["params"]:
+        if p.grad is None:
+            continue
+        xp = xp_of(p.data)
+        state = optimizer.state.setdefault(id(p), {})
+        if not state:
+            state["step"] = 0
+            for name, value in initial.items():
+                state[name] = xp.zeros_like(p.data) if value is ZEROS else value
+        yield p, state, gradient(p, group["maximize"]), xp
 
 
 def lerp_(start, end, weight: float) -> None:

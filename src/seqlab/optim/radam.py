@@ -2,8 +2,7 @@
 update order."""
 from __future__ import annotations
 
-from seqlab.backend import xp_of
-from seqlab.optim.common import check_betas, check_flags, check_non_negative, gradient, lerp_
+from seqlab.optim.common import ZEROS, check_betas, check_flags, check_non_negative, lerp_, parameters_to_step
 from seqlab.optim.optimizer import Optimizer, run_closure
 
 
@@ -38,16 +37,7 @@ class RAdam(Optimizer):
         for group in self.param_groups:
             lr, b1, b2, eps, wd = map(float, (group["lr"], *group["betas"], group["eps"], group["weight_decay"]))
             rho_inf = 2 / (1 - b2) - 1
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                xp = xp_of(p.data)
-                state = self.state.setdefault(id(p), {})
-                if not state:
-                    state["step"] = 0
-                    state["exp_avg"] = xp.zeros_like(p.data)
-                    state["exp_avg_sq"] = xp.zeros_like(p.data)
-                g = gradient(p, group["maximize"])
+            for p, state, g, xp in parameters_to_step(self, group, exp_avg=ZEROS, exp_avg_sq=ZEROS):
                 state["step"] += 1
                 t = state["step"]
                 if wd:

@@ -1,8 +1,7 @@
 """RMSprop (Tieleman & Hinton 2012, lecture 6.5; d2l §12.8), torch.optim.RMSprop's update order."""
 from __future__ import annotations
 
-from seqlab.backend import xp_of
-from seqlab.optim.common import check_flags, check_non_negative, gradient, lerp_
+from seqlab.optim.common import ZEROS, check_flags, check_non_negative, lerp_, parameters_to_step
 from seqlab.optim.optimizer import Optimizer, run_closure
 
 
@@ -35,19 +34,9 @@ class RMSprop(Optimizer):
             # Python floats, so float32 parameters stay float32 (see Adam.step)
             lr, alpha, eps, wd, mu = map(float, (group["lr"], group["alpha"], group["eps"],
                                                  group["weight_decay"], group["momentum"]))
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                xp = xp_of(p.data)
-                state = self.state.setdefault(id(p), {})
-                if not state:
-                    state["step"] = 0
-                    state["square_avg"] = xp.zeros_like(p.data)
-                    if mu > 0:
-                        state["momentum_buffer"] = xp.zeros_like(p.data)
-                    if group["centered"]:
-                        state["grad_avg"] = xp.zeros_like(p.data)
-                g = gradient(p, group["maximize"])
+            buffers = {"square_avg": ZEROS, **({"momentum_buffer": ZEROS} if mu > 0 else {}),
+                       **({"grad_avg": ZEROS} if group["centered"] else {})}
+            for p, state, g, xp in parameters_to_step(self, group, **buffers):
                 state["step"] += 1
                 if wd:
                     g = g + wd * p.data
