@@ -139,7 +139,8 @@ def load(f: str | os.PathLike | io.IOBase, map_location: Any = None, weights_onl
         raise CheckpointError(f"cannot read {path}: {e.strerror or e}") from None
     if magic[:2] == b"PK" or magic[:1] == b"\x80":
         raise CheckpointError(f"{path} was written by torch.save (a pickle), which seqlab never loads; convert it "
-                              f"once with torch: safetensors.torch.save_file(torch.load(path), 'model.safetensors')")
+                              f"once with torch, from a file you trust: safetensors.torch.save_file(torch.load(path, "
+                              f"weights_only=True), 'model.safetensors')")
     _, metadata, _ = read_header(path)
     arrays = load_file(path)
     if _KEY not in metadata:

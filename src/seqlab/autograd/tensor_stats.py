@@ -83,40 +83,10 @@ def _sort_indices(t: Tensor, dim, descending: bool):
     return ((t.shape[d] - 1) - xp.flip(idx, axis=d)).astype(np.int64, copy=False)
 
 
-class ValuesIndices(tuple):
-    """(values, indices), as torch.return_types.max/min/sort/topk: a pair with `.values` and `.indices`."""
-
-    kind = "max"
-
-    def __new__(cls, values, indices):
-        return super().__new__(cls, (values, indices))
-
-    @property
-    def values(self):
-        return self[0]
-
-    @property
-    def indices(self):
-        return self[1]
-
-    def __repr__(self) -> str:
-        return f"seqlab.return_types.{self.kind}(\nvalues={self[0]!r},\nindices={self[1]!r})"
-
-
-class MinMaxResult(ValuesIndices):
-    kind = "max"
-
-
-class MinResult(MinMaxResult):
-    kind = "min"
-
-
-class SortResult(ValuesIndices):
-    kind = "sort"
-
-
-class TopkResult(ValuesIndices):
-    kind = "topk"
+# max/min/sort/topk's pairs (tensor.py builds max and min; sort and topk are below)
+ValuesIndices = _ReturnType
+MinMaxResult, MinResult = _return_type("max"), _return_type("min")
+SortResult, TopkResult = _return_type("sort"), _return_type("topk")
 
 
 class StatsMethods:
