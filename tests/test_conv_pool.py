@@ -231,7 +231,6 @@ def _x(*shape):
     (lambda: Conv1d(4, 4, 3, stride=2, padding="same"), ValueError,
      "padding='same' is not supported for strided convolutions"),
     (lambda: Conv1d(4, 4, 3, padding="full"), ValueError, "Invalid padding string 'full'"),
-    (lambda: Conv1d(4, 4, 3, padding_mode="reflect"), ValueError, "padding_mode='reflect' is not implemented"),
     (lambda: Conv1d(4, 4, 3, padding_mode="mirror"), ValueError, "padding_mode must be one of"),
     (lambda: Conv2d(4, 4, (3, 3, 3)), ValueError, "Conv2d() kernel_size must be an int or a tuple of 2 ints"),
     (lambda: FC.max_pool1d(_x(2, 5, 10), 3, padding=2), ValueError,

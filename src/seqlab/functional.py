@@ -722,4 +722,5 @@ from seqlab.functional_losses import (binary_cross_entropy, cosine_embedding_los
 from seqlab.nn.misc_layers import (alpha_dropout, bilinear, dropout1d, dropout2d,  # noqa: E402,F401
                                    feature_alpha_dropout)
 from seqlab.functional_conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,  # noqa: E402,F401
-                                    avg_pool1d, avg_pool2d, conv1d, conv2d, max_pool1d, max_pool2d)
+                                    avg_pool1d, avg_pool2d, conv1d, conv2d, conv_transpose1d, conv_transpose2d,
+                                    max_pool1d, max_pool2d)

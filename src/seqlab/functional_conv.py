@@ -2,9 +2,9 @@
 
 Inputs are batch-first, channels second, as torch: (N, C, L) for the 1-d ops (a TextCNN convolves (B, E, T),
 the embeddings transposed), (N, C, H, W) for the 2-d ones; an unbatched (C, L) or (C, H, W) input gives an
-unbatched output. The arithmetic lives in `seqlab.autograd.ops.conv`; this file checks arguments (with
-torch's messages where they help), turns torch's padding conventions into per-side paddings and composes the
-adaptive average pools from two products with constant averaging matrices.
+unbatched output. The arithmetic lives in `seqlab.autograd.ops.conv` and `.conv_transpose`; this file checks
+arguments (with torch's messages where they help), turns torch's padding conventions into per-side paddings and
+composes the adaptive average pools from two products with constant averaging matrices.
 """
 from __future__ import annotations
 
@@ -15,9 +15,11 @@ import numpy as np
 from seqlab import backend
 from seqlab.autograd.ops.conv import (AdaptiveMaxPool1d, AvgPoolNd, ConvNd, MaxPoolNd, adaptive_bounds,
                                       pool_output_size)
+from seqlab.autograd.ops.conv_transpose import ConvTransposeNd
 from seqlab.autograd.tensor import Tensor
 
-__all__ = ["conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
+__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",
+           "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "adaptive_max_pool1d"]
 
 
@@ -120,6 +122,78 @@ def _conv_padding(padding, n: int, kernel: tuple, dilation: tuple, stride: tuple
     if min(pads) < 0:
         raise ValueError(f"negative padding is not supported, got padding={pads}")
     return tuple((p, p) for p in pads)
+
+
+# ---- transposed convolution ---------------------------------------------------------------------
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """The transposed convolution (conv1d's adjoint) of (N, C_in, L) with weight (C_in, C_out/groups, kL) →
+    (N, C_out, L_out), as torch (note groups before dilation, as torch's signature):
+
+        L_out = (L − 1)·stride − 2·padding + dilation·(kL − 1) + output_padding + 1,
+
+    output_padding (smaller than stride or dilation) adding cells at the far end only."""
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """The transposed convolution of (N, C_in, H, W) with weight (C_in, C_out/groups, kH, kW) →
+    (N, C_out, H_out, W_out), each dim as conv_transpose1d's L_out, as torch; arguments ints or pairs."""
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
+def _conv_transpose(fn: str, n: int, input, weight, bias, stride, padding, output_padding, groups,
+                    dilation) -> Tensor:
+    x, batched = _batched(input, n, fn)
+    weight = _t(weight)
+    if weight.ndim != n + 2:
+        raise ValueError(f"{fn} expects weight of shape (in_channels, out_channels/groups, {n}-d kernel), got "
+                         f"shape {weight.shape}")
+    stride, dilation = ntuple(stride, n, "stride", fn), ntuple(dilation, n, "dilation", fn)
+    padding = ntuple(padding, n, "padding", fn)
+    output_padding = ntuple(output_padding, n, "output_padding", fn)
+    if min(stride) <= 0:
+        raise ValueError(f"non-positive stride is not supported, got stride={stride}")
+    if min(dilation) <= 0:
+        raise ValueError(f"non-positive dilation is not supported, got dilation={dilation}")
+    if min(padding) < 0:
+        raise ValueError(f"negative padding is not supported, got padding={padding}")
+    if min(output_padding) < 0:
+        raise ValueError(f"negative output_padding is not supported, got output_padding={output_padding}")
+    if any(op >= max(s, d) for op, s, d in zip(output_padding, stride, dilation)):
+        dims = ("width",) if n == 1 else ("height", "width")
+        got = " ".join(f"{name}_{dim}: {v[i]}" for name, v in (("output_padding", output_padding),
+                                                                 ("stride", stride), ("dilation", dilation))
+                       for i, dim in enumerate(dims))
+        raise ValueError(f"output padding must be smaller than either stride or dilation, but got {got}")
+    if not isinstance(groups, (int, np.integer)) or groups <= 0:
+        raise ValueError(f"non-positive groups is not supported, got groups={groups!r}")
+    c_in, kernel = weight.shape[0], weight.shape[2:]
+    c_out = weight.shape[1] * groups
+    if c_in % groups:
+        raise ValueError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+                         f"got weight of size {list(weight.shape)} instead")
+    if x.shape[1] != c_in:
+        raise ValueError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input{list(x.shape)} "
+                         f"to have {c_in} channels, but got {x.shape[1]} channels instead")
+    if bias is not None and tuple(bias.shape) != (c_out,):
+        raise ValueError(f"Given transposed=1, weight of size {list(weight.shape)}, expected bias to be "
+                         f"1-dimensional with {c_out} elements, but got bias of size {list(bias.shape)} instead")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and t.dtype != x.dtype:
+            raise TypeError(f"Input type ({x.dtype}) and {name} type ({t.dtype}) should be the same")
+    out = tuple((size - 1) * s - 2 * p + d * (k - 1) + op + 1
+                for size, s, p, d, k, op in zip(x.shape[2:], stride, padding, dilation, kernel, output_padding))
+    if min(x.shape[2:]) <= 0 or min(out) <= 0:
+        raise ValueError(f"Given input size per channel: ({' x '.join(map(str, x.shape[2:]))}). Calculated output "
+                         f"size per channel: ({' x '.join(map(str, out))}). Output size is too small")
+    args = (x, weight) if bias is None else (x, weight, bias)
+    y = ConvTransposeNd.apply(*args, stride=stride, padding=tuple((p, p) for p in padding), dilation=dilation,
+                              groups=int(groups), out=out)
+    return y if batched else y.squeeze(0)
 
 
 # ---- max and average pooling --------------------------------------------------------------------

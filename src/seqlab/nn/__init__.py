@@ -5,7 +5,7 @@ from seqlab.nn.activation_more import (CELU, ELU, GLU, SELU, Hardshrink, Hardsig
                                        Mish, PReLU, ReLU6, RReLU, Softmin, Softplus, Softshrink, Softsign, Tanhshrink)
 from seqlab.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from seqlab.nn.conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AvgPool1d, AvgPool2d, Conv1d,
-                            Conv2d, MaxPool1d, MaxPool2d)
+                            Conv2d, ConvTranspose1d, ConvTranspose2d, MaxPool1d, MaxPool2d)
 from seqlab.nn.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.linear import Flatten, Identity, LazyLinear, Linear
@@ -39,7 +39,8 @@ __all__ = [
     "Unflatten", "Bilinear", "CosineSimilarity", "PairwiseDistance", "ConstantPad1d", "ConstantPad2d",
     "ConstantPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ReflectionPad1d", "ReflectionPad2d",
     "ReplicationPad1d", "ReplicationPad2d", "Dropout1d", "Dropout2d", "AlphaDropout", "FeatureAlphaDropout",
-    "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+    "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
     "AdaptiveMaxPool1d",
     "functional", "utils",
 ]

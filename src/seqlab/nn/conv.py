@@ -1,29 +1,35 @@
-"""Convolution and pooling layers, as torch.nn's: Conv1d/2d, MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d,
-AdaptiveMaxPool1d (d2l's chapter 7, and Kim (2014)'s TextCNN: Conv1d over (B, E, T), then max over time).
+"""Convolution and pooling layers, as torch.nn's: Conv1d/2d, ConvTranspose1d/2d, MaxPool1d/2d, AvgPool1d/2d,
+AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d (d2l's chapter 7, and Kim (2014)'s TextCNN: Conv1d over (B, E, T), then
+max over time).
 
-Arguments, attribute names, `weight` (C_out, C_in/groups, *kernel_size) and `bias` (C_out,), default init and
-reprs are torch's, so `load_state_dict(torch_conv.state_dict())` works; the arithmetic is `seqlab.functional_conv`.
+Arguments, attribute names, `weight` (C_out, C_in/groups, *kernel_size) — (C_in, C_out/groups, *kernel_size) for
+the transposed ones — and `bias` (C_out,), default init and reprs are torch's, so
+`load_state_dict(torch_conv.state_dict())` works; the arithmetic is `seqlab.functional_conv`. A padding_mode other
+than 'zeros' pads with F.pad(mode=...) first and convolves with no padding, as torch.
 """
 from __future__ import annotations
 
 import math
 
 from seqlab import creation
+from seqlab import functional as F
 from seqlab import functional_conv as FC
 from seqlab.autograd.tensor import Tensor
 from seqlab.nn import init
 from seqlab.nn.module import Module, Parameter, takes_device
 
-__all__ = ["Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d",
+           "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d", "AdaptiveMaxPool1d"]
 
-_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")  # torch's; seqlab implements 'zeros'
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")  # torch's; the transposed convs take 'zeros' only
 
 
 class _ConvNd(Module):
-    """What Conv1d and Conv2d share (torch's _ConvNd): checked arguments, parameters, init and repr."""
+    """What the convolutions share (torch's _ConvNd): checked arguments, parameters, init and repr."""
 
     _n = 1  # spatial dims
+    _transposed = False  # weight (C_in, C_out/groups, *k) instead of (C_out, C_in/groups, *k)
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
                  groups: int = 1, bias: bool = True, padding_mode: str = "zeros", dtype=None):
@@ -51,13 +57,12 @@ class _ConvNd(Module):
         if padding_mode not in _PADDING_MODES:
             raise ValueError(f"padding_mode must be one of {set(_PADDING_MODES)}, but got padding_mode="
                              f"{padding_mode!r}")
-        if padding_mode != "zeros":
-            raise ValueError(f"padding_mode={padding_mode!r} is not implemented in seqlab; 'zeros' is (pad with "
-                             f"F.pad(x, ..., mode={padding_mode!r}) first and use padding=0)")
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.padding_mode = padding_mode
-        self.transposed, self.output_padding = False, (0,) * n  # torch's attributes (no transposed conv here)
-        self.weight = Parameter(creation.zeros(out_channels, in_channels // groups, *self.kernel_size, dtype=dtype))
+        self.transposed, self.output_padding = self._transposed, (0,) * n  # torch's attributes
+        shape = (in_channels, out_channels // groups) if self.transposed else \
+            (out_channels, in_channels // groups)
+        self.weight = Parameter(creation.zeros(*shape, *self.kernel_size, dtype=dtype))
         if bias:
             self.bias = Parameter(creation.zeros(out_channels, dtype=dtype))
         else:
@@ -65,10 +70,11 @@ class _ConvNd(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        # torch: kaiming_uniform(a=√5), i.e. U(−1/√fan_in, 1/√fan_in), fan_in = C_in/groups · Π kernel_size
+        # torch: kaiming_uniform(a=√5), i.e. U(−1/√fan_in, 1/√fan_in), fan_in = weight.shape[1] · Π kernel_size
+        # (C_in/groups · Π k; for a transposed conv, whose weight is (C_in, C_out/groups, *k), C_out/groups · Π k)
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
-            fan_in = self.in_channels // self.groups * math.prod(self.kernel_size)
+            fan_in = self.weight.shape[1] * math.prod(self.kernel_size)
             if fan_in:
                 bound = 1 / math.sqrt(fan_in)
                 init.uniform_(self.bias, -bound, bound)
@@ -79,11 +85,26 @@ class _ConvNd(Module):
             s += f", padding={self.padding}"
         if self.dilation != (1,) * self._n:
             s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * self._n:
+            s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
         return s
+
+    def _pad_input(self, input: Tensor) -> tuple[Tensor, tuple | str]:
+        """(input, padding) for the conv: with a padding_mode other than 'zeros', the input padded by F.pad in
+        that mode (torch's _reversed_padding_repeated_twice: the last dim's (before, after) first) and padding
+        0."""
+        if self.padding_mode == "zeros":
+            return input, self.padding
+        sides = FC._conv_padding(self.padding, self._n, self.kernel_size, self.dilation, self.stride,
+                                 type(self).__name__)  # (before, after) per spatial dim
+        pads = [p for lo_hi in reversed(sides) for p in lo_hi]
+        return F.pad(input, pads, mode=self.padding_mode), (0,) * self._n
 
 
 @takes_device
@@ -94,7 +115,8 @@ class Conv1d(_ConvNd):
     _n = 1
 
     def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-        return FC.conv1d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+        input, padding = self._pad_input(input)
+        return FC.conv1d(input, weight, bias, self.stride, padding, self.dilation, self.groups)
 
     def forward(self, input: Tensor) -> Tensor:
         return self._conv_forward(input, self.weight, self.bias)
@@ -107,10 +129,78 @@ class Conv2d(_ConvNd):
     _n = 2
 
     def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-        return FC.conv2d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+        input, padding = self._pad_input(input)
+        return FC.conv2d(input, weight, bias, self.stride, padding, self.dilation, self.groups)
 
     def forward(self, input: Tensor) -> Tensor:
         return self._conv_forward(input, self.weight, self.bias)
+
+
+class _ConvTransposeNd(_ConvNd):
+    """What ConvTranspose1d and ConvTranspose2d share: torch's argument order (output_padding after padding,
+    dilation after bias), padding as ints only, padding_mode 'zeros' only, and output_size= in forward."""
+
+    _transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", dtype=None):
+        fn = type(self).__name__
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {fn}')
+        padding = FC.ntuple(padding, self._n, "padding", fn)  # no 'same' / 'valid' for a transposed conv
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, dtype)
+        self.output_padding = FC.ntuple(output_padding, self._n, "output_padding", fn)
+
+    def _output_padding(self, input: Tensor, output_size) -> tuple:
+        """torch's output_size: the output_padding that gives that output size (batch and channel dims, if
+        given, are dropped); it must lie in [smallest, smallest + stride − 1]."""
+        if output_size is None:
+            return self.output_padding
+        n = self._n
+        lead = 2 if input.ndim == n + 2 else 1  # the non-spatial dims of the input: (N, C) or (C,)
+        sizes = [int(s) for s in output_size]
+        if len(sizes) == lead + n:
+            sizes = sizes[lead:]
+        if len(sizes) != n:
+            raise ValueError(f"ConvTranspose{n}D: for {input.ndim}D input, output_size must have {n} or {lead + n} "
+                             f"elements (got {len(output_size)})")
+        spatial = list(input.shape[-n:])
+        smallest = [(size - 1) * s - 2 * p + d * (k - 1) + 1 for size, s, p, d, k in
+                    zip(spatial, self.stride, self.padding, self.dilation, self.kernel_size)]
+        largest = [lo + s - 1 for lo, s in zip(smallest, self.stride)]
+        if any(not lo <= want <= hi for want, lo, hi in zip(sizes, smallest, largest)):
+            raise ValueError(f"requested an output size of {sizes}, but valid sizes range from {smallest} to "
+                             f"{largest} (for an input of {spatial})")
+        return tuple(want - lo for want, lo in zip(sizes, smallest))
+
+
+@takes_device
+class ConvTranspose1d(_ConvTransposeNd):
+    """x (N, C_in, L) or (C_in, L) → (N, C_out, L_out), L_out = (L − 1)·s − 2p + d·(k − 1) + output_padding + 1,
+    as torch.nn.ConvTranspose1d: conv1d's adjoint, the learned upsampling of a decoder (d2l 14.10).
+    forward(x, output_size) picks the output_padding that gives output_size (one of the `stride` sizes a
+    stride-s conv1d maps onto L)."""
+
+    _n = 1
+
+    def forward(self, input: Tensor, output_size=None) -> Tensor:
+        output_padding = self._output_padding(input, output_size)
+        return FC.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
+                                   self.groups, self.dilation)
+
+
+@takes_device
+class ConvTranspose2d(_ConvTransposeNd):
+    """x (N, C_in, H, W) or (C_in, H, W) → (N, C_out, H_out, W_out), each as ConvTranspose1d's L_out, as
+    torch.nn.ConvTranspose2d (FCN and U-Net upsampling); forward(x, output_size) as ConvTranspose1d's."""
+
+    _n = 2
+
+    def forward(self, input: Tensor, output_size=None) -> Tensor:
+        output_padding = self._output_padding(input, output_size)
+        return FC.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
+                                   self.groups, self.dilation)
 
 
 # ---- pooling ------------------------------------------------------------------------------------
