@@ -6,6 +6,7 @@ from seqlab.optim.adam import Adam, AdamW
 from seqlab.optim.adamax import Adamax
 from seqlab.optim.asgd import ASGD
 from seqlab.optim.clip import clip_grad_norm_, clip_grad_value_
+from seqlab.optim.lbfgs import LBFGS
 from seqlab.optim.lr_scheduler import (ConstantLR, CosineAnnealingLR, CosineAnnealingWarmRestarts, ExponentialLR,
                                        LambdaLR, LinearLR, LRScheduler, MultiStepLR, OneCycleLR, ReduceLROnPlateau,
                                        SequentialLR, StepLR)
@@ -13,10 +14,12 @@ from seqlab.optim.nadam import NAdam
 from seqlab.optim.optimizer import Optimizer
 from seqlab.optim.radam import RAdam
 from seqlab.optim.rmsprop import RMSprop
+from seqlab.optim.rprop import Rprop
 from seqlab.optim.schedule import constant, inverse_sqrt, warmup_cosine, warmup_linear
 from seqlab.optim.sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD",
+           "Rprop", "LBFGS",
            "LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LinearLR",
            "ConstantLR", "OneCycleLR", "CosineAnnealingWarmRestarts", "ReduceLROnPlateau", "SequentialLR", "constant",
            "warmup_linear", "warmup_cosine", "inverse_sqrt", "clip_grad_norm_", "clip_grad_value_"]
