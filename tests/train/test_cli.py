@@ -181,3 +181,22 @@ def test_resuming_a_finished_run_reports_its_last_loss(cli, tmp_path):
     again = json.loads(out.strip().splitlines()[-1])
     assert again["step"] == 30 and again["final_loss"] == first["final_loss"]
     assert json.loads((run_dir / "summary.json").read_text())["final_loss"] == first["final_loss"]
+
+
+@pytest.mark.parametrize("flag", ["--no-progress", None])
+def test_without_a_bar_the_evaluation_lines_still_reach_stderr(cli, tmp_path, flag):
+    """`--no-progress`, and the default when stderr is not a terminal (a log file, a pipe, this test's
+    capture): no bar redraws, but each evaluation is one plain line, so a log of the run still shows it."""
+    argv = ["train", "toy-classifier", "--out", tmp_path / "r", "--set", "max_steps=20", "--set", "eval_every=10"]
+    code, _, err = cli(*argv, *([flag] if flag else []))
+    assert code == 0, err
+    lines = err.strip().splitlines()
+    assert [ln.split(":")[0] for ln in lines] == ["step 10", "step 20"], err
+    assert all("val_acc=" in ln for ln in lines) and "\r" not in err and "it/s" not in err
+
+
+def test_progress_draws_the_bar_with_the_evaluation_lines_above_it(cli, tmp_path):
+    code, _, err = cli("train", "toy-classifier", "--out", tmp_path / "r", "--set", "max_steps=20",
+                       "--set", "eval_every=10", "--progress")
+    assert code == 0, err
+    assert "20/20" in err and "step 10: " in err and "step 20: " in err

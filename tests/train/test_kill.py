@@ -76,7 +76,9 @@ def test_sigint_to_a_training_process_saves_and_exits_130(tmp_path):
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err.decode()
-    lines = err.decode().strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("interrupted at step ") and "--resume" in lines[0]
-    step = int(lines[0].split()[3].rstrip(";"))
+    lines = err.decode().strip().splitlines()  # stderr is a pipe: no bar, plain lines
+    assert lines[-1].startswith("interrupted at step ") and "--resume" in lines[-1], lines
+    assert "interrupt: stopping after this step and saving a checkpoint" in lines[-2], lines
+    assert all(ln.startswith("step ") for ln in lines[:-2]), lines  # evaluation lines, if any came first
+    step = int(lines[-1].split()[3].rstrip(";"))
     assert load_checkpoint(out).step == step

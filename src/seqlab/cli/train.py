@@ -27,9 +27,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-minutes", type=float, metavar="M", help="training time budget (summed over resumes)")
     p.add_argument("--seed", type=int_at_least(0), help="random seed (init, dropout, data order)")
     p.add_argument("--data-dir", type=Path, metavar="DIR", help="local dataset folder (default: $SEQLAB_DATA or download)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="a progress bar on stderr (default: on a terminal); without it the evaluation lines "
+                        "and notices still go to stderr, one per line")
     p.add_argument("--print-config", action="store_true",
                    help="print the task's resolved settings as TOML (a --config file) and exit")
+
+
+def _progress(flag: bool | None) -> bool | str:
+    """The trainer's `progress`: a bar when asked or on a terminal, otherwise plain lines (logs, pipes)."""
+    if flag is None:
+        flag = sys.stderr.isatty()
+    return True if flag else "lines"
 
 
 def _layers(args) -> list[tuple[dict, str]]:
@@ -96,7 +105,7 @@ def run(args) -> int:
         layers = _layers(args)
         dist = maybe_init_distributed()  # under torchrun: data-parallel ranks; otherwise None (no torch)
         result = runs.train(args.task, args.out, layers, resume=args.resume, data_dir=args.data_dir,
-                            progress=not args.no_progress, distributed=dist)
+                            progress=_progress(args.progress), distributed=dist)
     except ConfigError as e:
         raise UsageError(str(e)) from None
     finally:

@@ -31,8 +31,10 @@ checkpoint without an average (one written with ema_decay = 0, before the
 first step, or by an older seqlab) starts a fresh one: the first step after
 resuming copies the weights.
 
-The trainer owns the terminal: a tqdm bar (loss, lr, tokens/s, ETA) and
-one line per evaluation, on stderr, only when ``progress=True``.
+The trainer owns the terminal: with ``progress=True`` a tqdm bar (loss, lr,
+tokens/s, ETA) and, above it, one line per evaluation and the notices (time
+budget reached, Ctrl-C caught); with ``progress="lines"`` the lines and
+notices alone, for logs and pipes; with ``progress=False`` nothing.
 """
 from __future__ import annotations
 
@@ -124,14 +126,17 @@ class Trainer:
                  config: TrainConfig, run_dir: str | Path | None = None, *,
                  schedule: Callable[[int], float] | None = None,
                  evaluate: Callable[[Any], dict[str, float]] | None = None,
-                 run_config: dict | None = None, distributed: Any = None, progress: bool = False,
+                 run_config: dict | None = None, distributed: Any = None, progress: bool | str = False,
                  callbacks: Iterable[Callable[["Trainer", dict], None]] = ()):
         self.model, self.batches, self.loss_fn, self.config = model, batches, loss_fn, config
         self.evaluate_fn = evaluate
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.run_config = run_config if run_config is not None else {"config": config.to_dict()}
         self.dist = distributed or SingleProcess()
-        self.progress = progress and self.dist.is_main
+        if progress not in (True, False, "lines"):
+            raise ValueError(f"progress must be True (a bar and lines), 'lines' or False, got {progress!r}")
+        self.progress = progress is True and self.dist.is_main  # the bar
+        self._lines = bool(progress) and self.dist.is_main  # evaluation lines and notices on stderr
         self.callbacks = list(callbacks)
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.ema = WeightEMA(model.named_parameters(), config.ema_decay) if config.ema_decay > 0 else None
@@ -309,6 +314,8 @@ class Trainer:
     def _say(self, text: str) -> None:
         if self._bar is not None:
             self._bar.write(text, file=sys.stderr)
+        elif self._lines:
+            print(text, file=sys.stderr, flush=True)
 
     def request_stop(self, reason: str = "interrupted") -> None:
         """Stop at the next step boundary, saving a checkpoint (what Ctrl-C does)."""

@@ -74,13 +74,14 @@ def resolve_config(task_name: str, layers: Iterable[tuple[Mapping[str, Any], str
 
 
 def train(task_name: str | None, out: str | Path, layers: Iterable[tuple[Mapping[str, Any], str]] = (), *,
-          resume: bool = False, data_dir: str | Path | None = None, progress: bool = False,
+          resume: bool = False, data_dir: str | Path | None = None, progress: bool | str = False,
           distributed: Any = None, callbacks: Iterable = ()) -> TrainResult:
     """Train `task_name` into `out` (layers: (settings, source) overriding the task's defaults).
 
     With ``resume=True`` the settings come from the run folder; layers may
     change only `RESUMABLE_KEYS` (anything else must equal the saved value),
     and without `data_dir` the run's own dataset folder is used again.
+    `progress` is the `Trainer`'s: True (a bar, lines above it), "lines" or False.
     """
     out = Path(out)
     layers = list(layers)
@@ -157,7 +158,7 @@ def train(task_name: str | None, out: str | Path, layers: Iterable[tuple[Mapping
     if task.finish is not None and result.stopped != "interrupted" and trainer.dist.is_main:
         if trainer.ema is not None:  # the weights every evaluation reported are the ones finish uses
             trainer.ema.copy_to_params()
-        task.progress = progress
+        task.progress = progress is True  # finish's bars (beam search over the test set) with the trainer's
         extra = task.finish(task.model, out) or {}
         result.extra = dict(extra)
     if trainer.dist.is_main:
