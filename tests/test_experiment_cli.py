@@ -246,3 +246,17 @@ def test_progress_flags_change_the_output_not_the_results(tmp_path, capsys):
     assert "order/rope:" in errs["--progress"] and "|" in errs["--progress"]  # tqdm bars
     assert "[positional-ablation]" not in errs["--no-progress"] and "|" not in errs["--no-progress"]
     assert results["--progress"] == results["--no-progress"]
+
+
+def test_the_reports_reproduce_line_is_the_command_that_ran(capsys, tmp_path):
+    """The report's "Reproduce" line is one runnable command: --quick, the seed and every --set inside it."""
+    out = tmp_path / "cost"
+    code, _, err = _cli(capsys, "attention-cost", "--out", out, "--quick", "--seed", "3", "--set", "max_len=256",
+                        "--set", "window=32", "--no-progress")
+    assert code == 0, err
+    expected = "seqlab experiment attention-cost --out DIR --quick --seed 3 --set max_len=256 --set window=32"
+    assert f"Reproduce: `{expected}`." in (out / "report.md").read_text()
+    assert json.loads((out / "results.json").read_text())["command"] == expected
+    plain = types.SimpleNamespace(quick=False, seed=0, options={})
+    assert importlib.import_module("seqlab.experiments.common").command_line(
+        _module("heads"), plain) == "seqlab experiment heads --out DIR"

@@ -26,7 +26,7 @@ import tracemalloc
 
 import numpy as np
 
-from seqlab.experiments.common import Setting, progress_for, settings_for
+from seqlab.experiments.common import Setting, command_line, progress_for, settings_for
 
 DESCRIPTION = "time and peak memory of attention (plain, memory-efficient, sliding-window) as T grows"
 METHODS = ("plain", "memory-efficient", "sliding-window")
@@ -137,7 +137,7 @@ def run(out_dir: pathlib.Path, args) -> dict:
     results = {"settings": {"head_dim": d, "window": window, "chunk": chunk, "dtype": "float32", "batch": 1,
                             "heads": 1, "max_plain_gib": max_plain / 2**30, "quick": quick,
                             "cpu_count": os.cpu_count(), "blas_threads_env": threads},
-               "rows": rows, "summary": summary, "table": table}
+               "rows": rows, "summary": summary, "table": table, "command": command_line(__name__, args)}
     _plots(out_dir, rows)
     (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out_dir / "report.md").write_text(_report(results))
@@ -194,7 +194,7 @@ def _report(results: dict) -> str:
 
 One head, d = {s['head_dim']}, float32, batch 1, forward + backward; peak memory from `tracemalloc`
 (inputs allocated before tracing). Memory-efficient chunk {s['chunk']}, sliding window {s['window']} (causal).
-Reproduce: `seqlab experiment attention-cost --out DIR`{' --quick' if s['quick'] else ''}.
+Reproduce: `{results['command']}`.
 
 ```
 {results['table']}

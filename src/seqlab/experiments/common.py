@@ -113,6 +113,22 @@ def experiment_name(module: Any) -> str:
     return name.rsplit(".", 1)[-1].replace("_", "-")
 
 
+def command_line(module: Any, args: Any) -> str:
+    """The `seqlab experiment` command that repeats this run (DIR for its folder): --quick, a seed other than
+    0 and every --set as given, for the report's "Reproduce" line."""
+    import shlex
+
+    parts = ["seqlab", "experiment", experiment_name(_module(module)), "--out", "DIR"]
+    if getattr(args, "quick", False):
+        parts.append("--quick")
+    seed = int(getattr(args, "seed", 0) or 0)
+    if seed:
+        parts += ["--seed", str(seed)]
+    for key, value in (getattr(args, "options", None) or {}).items():
+        parts += ["--set", shlex.quote(f"{key}={value if isinstance(value, str) else _fmt(value)}")]
+    return " ".join(parts)
+
+
 def valid_keys(spec: Sequence[Setting]) -> str:
     names = [s.name for s in spec] + [f"{a} (= {s.name})" for s in spec for a in s.aliases]
     return ", ".join(sorted(names))

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from seqlab.errors import ConfigError
-from seqlab.experiments.common import Setting, progress_for, settings_for
+from seqlab.experiments.common import Setting, command_line, progress_for, settings_for
 
 DESCRIPTION = "per-head attention statistics (entropy, distance, previous/first/[SEP]/punctuation) of trained models"
 NUMERIC = ("entropy", "mean_distance", "share_self", "share_previous", "share_first", "share_sep", "share_punct")
@@ -177,7 +177,8 @@ def run(out_dir: pathlib.Path, args) -> dict:
         _plot(out_dir / f"heads_{name}.png", res["rows"], name)
         tables.append(f"{name}\n{format_heads_table(res['rows'])}")
     table = "\n\n".join(tables)
-    results = {"settings": cfg, "models": models, "table": table}
+    results = {"settings": cfg, "models": models, "table": table,
+               "command": command_line(__name__, args)}
     (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out_dir / "report.md").write_text(_report(results))
     return results
@@ -212,11 +213,11 @@ def _report(results: dict) -> str:
 Statistics per layer and head, averaged over {cfg['n_examples']} SST-2 dev sentences ([CLS] … [SEP], MiniLM's
 WordPiece tokens). `classifier`: a {cfg['layers']}-layer, {cfg['heads']}-head, d = {cfg['d_model']} Transformer
 classifier trained from scratch for {cfg['steps']} steps; `minilm`: the pretrained all-MiniLM-L6-v2 (when available).
-Reproduce: `seqlab experiment heads --out DIR`{' --quick' if cfg['quick'] else ''}.
+Reproduce: `{results['command']}`.
 
 Columns: entropy (nats; log T is uniform), mean attention distance (tokens), and the share of attention on
 the token itself, the previous token, the first token ([CLS]), [SEP] and punctuation; `pattern` names the
-share above 0.5, else "broad".
+largest share when it is at least 0.5, else "broad".
 
 ```
 {results['table']}

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from seqlab.errors import ConfigError
-from seqlab.experiments.common import Setting, progress_for, settings_for
+from seqlab.experiments.common import Setting, command_line, progress_for, settings_for
 
 DESCRIPTION = "positional encodings: none vs sinusoidal, learned, RoPE, ALiBi; extrapolation to longer inputs"
 KINDS = ("none", "sinusoidal", "learned", "rope", "alibi")
@@ -159,7 +159,8 @@ def run(out_dir: pathlib.Path, args) -> dict:
             runs.append(train_and_test(task, kind, cfg, seed, bar=bar))
             bar.close()
     table = _table(runs, cfg, gaps)
-    results = {"settings": cfg, "equivariance_gap": gaps, "runs": runs, "table": table}
+    results = {"settings": cfg, "equivariance_gap": gaps, "runs": runs, "table": table,
+               "command": command_line(__name__, args)}
     _plot(out_dir, runs, cfg)
     (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out_dir / "report.md").write_text(_report(results))
@@ -196,7 +197,7 @@ def _report(results: dict) -> str:
 Encoder classifier: {cfg['layers']} layers, d_model {cfg['d_model']}, {cfg['heads']} heads, mean pooling, Pre-LN,
 trained {cfg['steps']} steps (batch {cfg['batch']}, AdamW lr {cfg['lr']}) on lengths {max(4, cfg['train_len'] // 2)}..{cfg['train_len']};
 accuracy on {cfg['eval_n']} fresh sequences per test length. Chance is 0.5.
-Reproduce: `seqlab experiment positional-ablation --out DIR`{' --quick' if cfg['quick'] else ''}.
+Reproduce: `{results['command']}`.
 
 ```
 {results['table']}
