@@ -61,6 +61,16 @@ def test_module_to_takes_every_torch_form():
     assert m2.weight.device == "cpu"
 
 
+def test_module_cuda_and_cpu_move_parameters_and_buffers(cuda):
+    m = nn.BatchNorm1d(3)  # parameters and buffers
+    assert m.cuda() is m
+    assert all(isinstance(t.data, cuda.ndarray) for t in (m.weight, m.bias, m.running_mean))
+    assert m.weight.device == "cuda" and m.cuda(0).weight.device == "cuda" and m.cuda("cuda:0") is m
+    with pytest.raises(ValueError, match="one GPU"):
+        m.cuda(1)
+    assert m.cpu() is m and m.running_var.device == "cpu" and isinstance(m.running_var.data, np.ndarray)
+
+
 def test_device_as_context_sets_the_default_for_new_tensors():
     with seqlab.device("cpu"):
         assert seqlab.zeros(2).device == "cpu"

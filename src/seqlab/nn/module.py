@@ -366,6 +366,13 @@ class Module:
                 t.grad = None
         return self
 
+    def cuda(self, device=None) -> "Module":
+        """`to("cuda")`, as torch's; `device`: a GPU index or name (seqlab drives GPU 0 alone)."""
+        return self.to(device="cuda" if device is None else backend.device_name(device))
+
+    def cpu(self) -> "Module":
+        return self.to(device="cpu")
+
     def double(self) -> "Module":
         return self.to(dtype=np.float64)
 
