@@ -240,7 +240,45 @@ def _module():
             raise ConfigError(f"SEQLAB_KERNELS=numba but Numba is not usable here ({type(exc).__name__}: "
                               f"{exc}): pip install 'seqlab[numba]', or unset SEQLAB_KERNELS") from exc
         return None
+    if _announce:
+        _listen()
     return _numba_kernels
+
+
+def announce_compiles(say) -> None:
+    """Call `say(line)` once, when Numba starts compiling code in this process (None: stop).
+
+    The first run after installing compiles the kernels (several seconds each) before its first step
+    and saves them in Numba's cache; later runs load them in milliseconds. The command line announces
+    that wait on a terminal instead of sitting silent through it; a library prints nothing by itself.
+    """
+    _announce[:] = [say] if say is not None else []
+    if say is not None and _module.cache_info().currsize and _module() is not None:  # else `_module` will
+        _listen()
+
+
+def _listen() -> None:
+    """Register the Numba event listener behind `announce_compiles` (once; Numba is imported)."""
+    global _listener
+    if _listener is not None:
+        return
+    from numba.core import event
+
+    class CompileNotice(event.Listener):
+        def on_start(self, ev) -> None:
+            if _announce:
+                _announce.pop()("compiling seqlab's Numba kernels for this machine (first use only; later "
+                                "runs load them from Numba's cache) ...")
+
+        def on_end(self, ev) -> None:
+            pass
+
+    _listener = CompileNotice()
+    event.register("numba:compile", _listener)
+
+
+_announce: list = []  # [say] until the next compile is announced
+_listener = None  # the one Numba event listener, once registered
 
 
 def library() -> str:

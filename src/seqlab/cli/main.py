@@ -91,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "_run", None):
             parser.print_help()
             raise UsageError("no command given; choose one of: " + ", ".join(args._commands))
+        if sys.stderr.isatty():  # a person watching: say why the first run waits before its first step
+            from seqlab import kernels
+
+            kernels.announce_compiles(lambda line: print(line, file=sys.stderr, flush=True))
         code = int(args._run(args) or 0)
         sys.stdout.flush()  # here, so a reader that went away is caught below rather than at exit
         return code
