@@ -166,3 +166,33 @@ def test_seqlab_train_run_folder(tmp_path):
     drawn = stack_weights(viewer_data(tmp_path / "o" / "attention.html"), "self")
     assert drawn.shape[:2] == (2, 2)
     assert "sst2-transformer run" in viewer_data(tmp_path / "o" / "attention.html")["title"]
+
+
+def test_character_gpt_shows_its_space_tokens(tmp_path, monkeypatch):
+    """A character-level GPT (shakespeare-gpt's CharTokenizer): its space and newline tokens show as "␣" and
+    "⏎" in attention.html and on the PNG axes, not as blank rows; the tooltip keeps the text itself."""
+    import seqlab
+    from seqlab.data.char_tokenizer import CharTokenizer
+    from seqlab.models.gpt import GPT, GPTConfig
+    from seqlab.viz import grid
+
+    tok = CharTokenizer("ROMEO: good night\nJULIET:")
+    folder = tmp_path / "char-gpt"
+    seqlab.manual_seed(0)
+    GPT(GPTConfig(vocab_size=tok.vocab_size, n_embd=16, n_layer=1, n_head=2, n_positions=32)).save_pretrained(folder)
+    tok.save(folder)
+    drawn, draw = [], grid.draw_heatmap
+
+    def recording(ax, *a, **k):
+        im = draw(ax, *a, **k)
+        drawn.append([t.get_text() for t in ax.get_yticklabels()])
+        return im
+
+    monkeypatch.setattr(grid, "draw_heatmap", recording)
+    code, _, stderr = run_cli("ROMEO: good\nnight", "--model", str(folder), "--out", str(tmp_path / "o"))
+    assert code == 0, stderr
+    (stack,) = viewer_data(tmp_path / "o" / "attention.html")["stacks"]
+    labels = ["R", "O", "M", "E", "O", ":", "\u2423", "g", "o", "o", "d", "\u23ce", "n", "i", "g", "h", "t"]
+    assert stack["queries"] == stack["keys"] == labels
+    assert stack["ktext"][6] == " " and stack["ktext"][11] == "\n"   # the tooltips quote the text itself
+    assert drawn and all(d == labels for d in drawn if any(d))          # every panel that labels its rows

@@ -50,6 +50,7 @@ def test_a_translation_folder_is_saved_without_the_tied_output_weight(translatio
 
 def test_attention_runs_a_translation_folder_with_each_side_its_own_tokenizer(translation, tmp_path):
     import seqlab
+    from seqlab.viz import token_labels
 
     folder, model, tok_src, tok_tgt = translation
     assert tok_src.encode(TARGET, add_special_tokens=False) != tok_tgt.encode(TARGET, add_special_tokens=False)
@@ -64,19 +65,22 @@ def test_attention_runs_a_translation_folder_with_each_side_its_own_tokenizer(tr
     (cross,) = data["stacks"]
     assert cross["id"] == "cross" and cross["shape"] == [1, 1, len(tgt) + 1, len(src)]
     np.testing.assert_allclose(np.asarray(cross["attn"])[0, 0] * data["scale"], ref.numpy()[0], atol=data["scale"])
-    assert cross["keys"] == tok_src.convert_ids_to_tokens(src)
-    assert cross["queries"] == tok_tgt.convert_ids_to_tokens(tgt + [2])  # what each step predicts, then </s>
+    keys, queries = token_labels(tok_src.convert_ids_to_tokens(src), tok_tgt.convert_ids_to_tokens(tgt + [2]))
+    assert cross["keys"] == keys and cross["queries"] == queries  # what each step predicts, then </s>
     assert stdout.splitlines()[0].startswith("target token") and len(stdout.splitlines()) == len(tgt) + 2
 
 
 def test_without_a_target_the_model_writes_its_own(translation, tmp_path):
+    from seqlab.viz import token_labels
+
     folder, model, tok_src, tok_tgt = translation
     code, _, stderr = run_cli(TEXT, "--model", str(folder), "--out", str(tmp_path))
     assert code == 0, stderr
     src = np.asarray([tok_src.encode(TEXT, add_special_tokens=False) + [2]])
     greedy = model.generate(src, max_len=32)[0]
     (cross,) = viewer_data(tmp_path / "attention.html")["stacks"]
-    assert cross["queries"] == tok_tgt.convert_ids_to_tokens(greedy + [2])
+    _, queries = token_labels(tok_src.convert_ids_to_tokens(src[0]), tok_tgt.convert_ids_to_tokens(greedy + [2]))
+    assert cross["queries"] == queries
     assert (tmp_path / "alignment.png").is_file()
 
 
@@ -87,15 +91,43 @@ def test_a_translation_folder_without_attention_is_a_one_line_error(tmp_path):
     assert "attention='none'" in stderr and "no attention weights to show" in stderr
 
 
-def test_the_alignment_table_shows_byte_level_tokens_as_text():
-    """Byte-level BPE tokens ("Ġdog", "lÃ¤uft") print as the words they encode; WordPiece tokens as they are."""
-    from seqlab.cli.attention import readable_tokens
-    from seqlab.data import Tokenizer
+def _drawn_labels(monkeypatch) -> list[list[str]]:
+    """Record the tick labels of every heatmap the PNG files get (x then y, per panel)."""
+    from seqlab.viz import grid
 
-    tok = Tokenizer.train_bpe(["ein Hund läuft im Park", "a dog runs in the park"] * 20, 300,
-                              special_tokens=["<pad>", "<s>", "</s>"])
-    ids = tok.encode("ein Hund läuft", add_special_tokens=False)
-    raw = tok.convert_ids_to_tokens(ids)
-    assert any("Ġ" in t for t in raw)                                   # the run's raw tokens carry markers
-    assert "".join(readable_tokens(raw)).replace(" ", "") == "einHundläuft"
-    assert readable_tokens(["the", "##ing", "läuft", "[SEP]"]) == ["the", "##ing", "läuft", "[SEP]"]
+    drawn, draw = [], grid.draw_heatmap
+
+    def recording(ax, *a, **k):
+        im = draw(ax, *a, **k)
+        drawn.extend([[t.get_text() for t in ax.get_xticklabels()], [t.get_text() for t in ax.get_yticklabels()]])
+        return im
+
+    monkeypatch.setattr(grid, "draw_heatmap", recording)
+    return drawn
+
+
+def test_html_pngs_and_table_show_byte_level_tokens_alike(translation, tmp_path, monkeypatch):
+    """Byte-level BPE tokens ("ĠMann", "lÃ¤uft") show as their text with the space made visible ("␣Mann",
+    "läuft"), and the same in attention.html, the PNGs and the printed table; no "Ġ" anywhere."""
+    from seqlab.viz import token_labels
+
+    folder, _, tok_src, tok_tgt = translation
+    drawn = _drawn_labels(monkeypatch)
+    text, target = "die katze läuft im park", "the cat runs"
+    code, stdout, stderr = run_cli(text, "--model", str(folder), "--target", target, "--out", str(tmp_path))
+    assert code == 0, stderr
+    src_raw = tok_src.convert_ids_to_tokens(tok_src.encode(text, add_special_tokens=False) + [2])
+    tgt_raw = tok_tgt.convert_ids_to_tokens(tok_tgt.encode(target, add_special_tokens=False) + [2])
+    assert any(t.startswith("Ġ") for t in src_raw) and any("Ã" in t for t in src_raw)  # what the tokenizer says
+    src, tgt = token_labels(src_raw, tgt_raw)
+    assert src[1].startswith("\u2423k") and src[-1] == "</s>"
+    # "ä" is no token of this tiny vocabulary: its two UTF-8 bytes are two tokens, "Ã" and "¤", shown as bytes
+    assert "".join(src).replace("\u2423", " ") == text.replace("ä", "<0xC3><0xA4>") + "</s>"
+    (cross,) = viewer_data(tmp_path / "attention.html")["stacks"]
+    assert cross["keys"] == src and cross["queries"] == tgt                      # the HTML
+    assert drawn and all(d in (src, tgt) for d in drawn) and src in drawn and tgt in drawn  # every PNG's ticks
+    rows = [line.split("  ")[0].rstrip() for line in stdout.splitlines()[1:]]
+    assert rows == tgt                                                           # the printed table
+    assert all(line.rsplit(" (", 1)[0].split("  ")[-1].strip() in src for line in stdout.splitlines()[1:])
+    assert "Ġ" not in stdout + (tmp_path / "attention.html").read_text(encoding="utf-8")
+    assert not any("Ġ" in t for d in drawn for t in d)

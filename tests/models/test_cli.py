@@ -28,11 +28,26 @@ def test_generate_cli_greedy_matches_the_api(gpt_folder, capsys):
     folder, tok, model = gpt_folder
     assert main(["generate", str(folder), "--prompt", "the cat", "--prompt", "a dog sat on",
                  "--max-new-tokens", "6"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 2 and lines[0].startswith("the cat") and lines[1].startswith("a dog sat on")
+    lines = capsys.readouterr().out.splitlines()  # several prompts: a header line before each output
+    assert lines[0] == "--- prompt 1 ---" and lines[2] == "--- prompt 2 ---" and len(lines) == 4
+    assert lines[1].startswith("the cat") and lines[3].startswith("a dog sat on")
     ids = np.array([tok.encode("the cat")])
     expected = tok.decode(model.eval().generate(ids, max_new_tokens=6)[0, ids.shape[1]:])
-    assert lines[0] == "the cat" + expected
+    assert lines[1] == "the cat" + expected
+    # one prompt: its text alone, nothing else on stdout (so it pipes clean)
+    assert main(["generate", str(folder), "--prompt", "the cat", "--max-new-tokens", "6"]) == 0
+    assert capsys.readouterr().out == "the cat" + expected + "\n"
+
+
+def test_generate_cli_sets_apart_outputs_that_span_lines(gpt_folder, capsys, monkeypatch):
+    """Outputs of several prompts never run together, even when one holds newlines: each follows its header."""
+    from seqlab.cli import generate
+
+    folder, _, _ = gpt_folder
+    monkeypatch.setattr(generate, "continuation", lambda tok, p, n: "\nline two\n")  # text over several lines
+    assert main(["generate", str(folder), "--prompt", "the cat", "--prompt", "a dog", "--max-new-tokens", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out == "--- prompt 1 ---\nthe cat\nline two\n\n--- prompt 2 ---\na dog\nline two\n\n"
 
 
 @pytest.fixture(scope="module")

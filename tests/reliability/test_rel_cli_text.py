@@ -124,6 +124,27 @@ def test_generate_slides_past_the_models_positions(cli, models):
     assert code == 0 and err == ""  # it fits: nothing to say
 
 
+def test_generate_notes_every_prompt_that_outgrows_the_positions(cli, models):
+    """Several prompts over the limit: one note names them all (each with its tokens and positions); a prompt
+    that fits with its new tokens is not named."""
+    a, b = "the cat sat on the mat and the dog", "a dog ran in the park and the cat sat"
+    na, nb = len(models.bpe.encode(a)), len(models.bpe.encode(b))
+    new = 16 - min(na, nb) + 1  # both outgrow the 16 positions
+    code, out, err = cli("generate", models.gpt, "--prompt", a, "--prompt", b, "--prompt", "a cat",
+                         "--max-new-tokens", str(new))
+    assert code == 0, err
+    (line,) = err.splitlines()
+    assert line.startswith("note: ") and warnings_of(err) == []
+    assert (f"--prompt 1 ({na} tokens) and --prompt 2 ({nb} tokens) with --max-new-tokens {new} need "
+            f"{na + new} and {nb + new} positions, but the model has 16 positions") in line
+    assert "--prompt 3" not in line and "the last 16 tokens" in line
+    assert [x for x in out.splitlines() if x.startswith("--- prompt ")] == [f"--- prompt {i} ---" for i in (1, 2, 3)]
+    code, out, err = cli("generate", models.gpt, "--prompt", a, "--prompt", b, "--max-new-tokens", str(new),
+                         "--no-truncate")
+    line = one_error_line(err)
+    assert code == 1 and "--prompt 1 (" in line and "--prompt 2 (" in line and "shorten them" in line and out == ""
+
+
 def test_generate_no_truncate_refuses(cli, models):
     code, out, err = cli("generate", models.gpt, "--prompt", "a cat", "--prompt", LONG, "--max-new-tokens", "4",
                          "--no-truncate")

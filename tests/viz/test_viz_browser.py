@@ -173,3 +173,17 @@ def test_inline_notebook_iframe(softmax_stack, chromium):
     assert frame.locator(".thumb").count() == 0 and frame.locator("#key-col .token").count() == 5
     page.close()
     assert errors == []
+
+
+def test_whitespace_tokens_show_and_tooltips_quote_their_text(tmp_path, softmax_stack, chromium):
+    """A character model's space shows as "␣" in the columns (not an empty row); hovering it quotes " "."""
+    toks = ["R", "O", ":", " ", "g", "\n", "t"]
+    path = attention_html(softmax_stack(1, 2, 7, 7), toks, theme="light").save(tmp_path / "c.html")
+    v = Viewer(chromium, path)
+    cols = v.page.locator("#key-col .token")
+    assert cols.all_inner_texts() == ["R", "O", ":", "\u2423", "g", "\u23ce", "t"]
+    assert cols.nth(3).get_attribute("title") == '" "  (k 3)'
+    assert cols.nth(5).get_attribute("title") == '"\\n"  (k 5)'
+    v.page.locator("#query-col .token").nth(6).hover()  # the other side's tooltips add the weights per head
+    assert v.page.locator("#key-col .token").nth(3).get_attribute("title").startswith('" "  (k 3)\nhead 0: ')
+    v.close_clean()

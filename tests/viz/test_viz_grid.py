@@ -64,6 +64,7 @@ def test_labels_thin_out_when_tokens_do_not_fit():
 def test_display_token():
     assert display_token("$x$") == r"\$x\$"  # no mathtext
     assert display_token("") == "\u2205"
+    assert display_token(" ") == "\u2423" and display_token("a\nb\t") == "a\u23ceb\u2192"  # whitespace shown
     assert display_token("a" * 40).endswith("\u2026") and len(display_token("a" * 40)) == 14
 
 

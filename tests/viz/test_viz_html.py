@@ -34,7 +34,8 @@ def test_tokens_cannot_break_out_of_the_script(softmax_stack):
     toks = ["</script><script>alert(1)</script>", "<!--", "a&b", "\u2028", "ok"]
     view = attention_html(softmax_stack(1, 1, 5, 5), toks, title="<b>t</b>")
     assert "alert(1)</script>" not in view.html and "<b>t</b>" not in view.html
-    assert _data(view)["stacks"][0]["keys"] == toks  # the JSON still decodes to the same tokens
+    assert _data(view)["stacks"][0]["ktext"] == toks  # the JSON still decodes to the same tokens
+    assert _data(view)["stacks"][0]["keys"][3] == "\u2423"  # shown: the line separator is whitespace
 
 
 def test_repr_html_is_an_isolated_iframe(softmax_stack):

@@ -307,27 +307,15 @@ def write_outputs(att: Any, out: Path, title: str) -> tuple[list[Path], str]:
     return written, "\n\n".join(tables)
 
 
-def readable_tokens(tokens: list[str]) -> list[str]:
-    """Byte-level BPE tokens ("Ġdog", "lÃ¤uft") as the text they stand for ("dog", "läuft"), for a terminal;
-    any other tokens unchanged. Byte-level when some token carries the word-start "Ġ" and every character is
-    in the byte-level alphabet (WordPiece and SentencePiece vocabularies have no "Ġ")."""
-    from tokenizers import decoders
-    from tokenizers.pre_tokenizers import ByteLevel
-
-    alphabet = set(ByteLevel.alphabet())
-    if not any("Ġ" in t for t in tokens) or not all(set(t) <= alphabet for t in tokens):
-        return list(tokens)
-    decoder = decoders.ByteLevel()
-    return [decoder.decode([t]).strip() or t for t in tokens]
-
-
 def _alignment_table(weights: Any, src: list[str], tgt: list[str]) -> str:
-    """Per decoder step, labelled by its target token: the most attended source token and its weight."""
+    """Per decoder step, labelled by its target token: the most attended source token and its weight. Tokens
+    show as in the viewer and the PNGs (`seqlab.viz.labels`: "Ġman" as "␣man")."""
     import numpy as np
 
+    from seqlab.viz.labels import token_labels
+
     w = np.asarray(weights, dtype=np.float64)  # (T_tgt, T_src)
-    both = readable_tokens(list(src) + list(tgt))  # one tokenizer: decide byte-level on all the tokens
-    src, tgt = both[:len(src)], both[len(src):]
+    src, tgt = token_labels(src, tgt)  # one model: byte-level decided on all the tokens
     width = max(len(t) for t in tgt + ["target token"])
     lines = ["target token".ljust(width) + "  most attended source token (weight)"]
     for t, row in zip(tgt, w):

@@ -6,8 +6,10 @@ a `seqlab train` run folder of a GPT (shakespeare-gpt; --checkpoint picks its
 best or latest weights). Greedy by default; --temperature / --top-k / --top-p
 sample (with --seed); --num-beams runs beam search. When a GPT's prompt and
 new tokens outgrow its positions, each new token reads the last n_positions
-tokens, as nanoGPT's sampler does, with a note (--no-truncate: an error
-instead).
+tokens, as nanoGPT's sampler does, with a note naming each prompt that
+outgrew them (--no-truncate: an error instead). With several --prompt, each
+output follows a line "--- prompt N ---" on stdout; one prompt prints its
+text alone.
 """
 from __future__ import annotations
 
@@ -104,8 +106,10 @@ def run(args) -> int:
                          use_cache=not args.no_cache, slide=slide, repetition_penalty=args.repetition_penalty,
                          no_repeat_ngram_size=args.no_repeat_ngram_size)
     eos = _eos_list(model.config.eos_token_id)
-    for name, prompt, kept, row in zip(names, args.prompt, rows, out):
+    for i, (name, prompt, kept, row) in enumerate(zip(names, args.prompt, rows, out)):
         new = row[1:] if seq2seq else row[ids.shape[1]:]                   # after the start token, or the prompt
+        if len(args.prompt) > 1:  # a header line apart from the text (which may span lines); one prompt: none
+            print(f"--- prompt {i + 1} ---", flush=True)
         if args.max_new_tokens and len(new) and int(new[0]) in eos:
             note(f"{name}: the model's first new token is its end of text (id {int(new[0])}), so nothing was "
                  f"added; a longer-trained model, or sampling (--temperature), may go on")
@@ -147,27 +151,41 @@ def _decode(tok, ids: list[int]) -> str:
 
 def _outgrows(rows: list[list[int]], names: list[str], positions: int, max_new_tokens: int,
               no_truncate: bool) -> bool:
-    """Whether the longest GPT prompt plus the new tokens outgrows the model's positions (with a note), or refused.
+    """Whether some GPT prompt plus the new tokens outgrows the model's positions (with a note naming every
+    such prompt), or refused.
 
-    Prompts are left-padded to the longest, so the longest decides. Past the
-    limit, generation slides: each new token reads the last ``positions``
-    tokens (``generate(slide=True)``, nanoGPT's sampler), so nothing of the
-    prompt is cut from the output.
+    Prompts are left-padded to the longest, so the whole batch slides once the
+    longest outgrows them; a prompt that fits with its new tokens still reads
+    all of itself. Past the limit, generation slides: each new token reads the
+    last ``positions`` tokens (``generate(slide=True)``, nanoGPT's sampler), so
+    nothing of the prompt is cut from the output.
     """
     from seqlab.errors import ConfigError
 
-    i = max(range(len(rows)), key=lambda j: len(rows[j]))
-    need = len(rows[i]) + max_new_tokens
-    if need <= positions:
+    over = [i for i, r in enumerate(rows) if len(r) + max_new_tokens > positions]
+    if not over:
         return False
-    n = len(rows[i])
-    why = (f"{names[i]} has {n} token{'s' if n != 1 else ''} and --max-new-tokens {max_new_tokens} adds more: {need} "
-           f"positions, but the model has {positions} positions (n_positions)")
+    n = [len(rows[i]) for i in over]
+    if len(over) == 1:
+        why = (f"{names[over[0]]} has {n[0]} token{'s' if n[0] != 1 else ''} and --max-new-tokens "
+               f"{max_new_tokens} adds more: {n[0] + max_new_tokens} positions, but the model has {positions} "
+               f"positions (n_positions)")
+    else:  # "--prompt 1 (20 tokens) and --prompt 2 (18 tokens) with --max-new-tokens 60 need 80 and 78 positions"
+        prompts = [f"{names[i]} ({k} token{'s' if k != 1 else ''})" for i, k in zip(over, n)]
+        needs = [str(k + max_new_tokens) for k in n]
+        why = (f"{_and(prompts)} with --max-new-tokens {max_new_tokens} need {_and(needs)} positions, but the "
+               f"model has {positions} positions (n_positions)")
     if no_truncate:
-        raise ConfigError(f"{why}; shorten it, lower --max-new-tokens, or drop --no-truncate")
+        fix = "shorten it" if len(over) == 1 else "shorten them"
+        raise ConfigError(f"{why}; {fix}, lower --max-new-tokens, or drop --no-truncate")
     note(f"{why}; each new token reads the last {positions} tokens, as nanoGPT's sampler does "
          f"(--no-truncate refuses instead)")
     return True
+
+
+def _and(items: list[str]) -> str:
+    """["a", "b", "c"] -> "a, b and c"."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _pad(rows: list[list[int]], left: bool):

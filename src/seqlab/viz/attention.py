@@ -26,6 +26,7 @@ from typing import Any, Literal
 import numpy as np
 
 from seqlab.viz._inputs import VizError, as_stack, check_tokens, segment_ids
+from seqlab.viz.labels import is_byte_level, token_label, token_text
 
 # Stack kinds of an encoder-decoder model: (tab label, query side, key side).
 STACK_KINDS: dict[str, tuple[str, str, str]] = {
@@ -73,9 +74,12 @@ def _json_for_script(obj: Any) -> str:
 
 def _stack_entry(kind: str, label: str, stack: np.ndarray, queries: list[str], keys: list[str],
                  qseg: list[int] | None, kseg: list[int] | None, qname: str, kname: str,
-                 decimals: int) -> dict[str, Any]:
+                 decimals: int, byte_level: bool = False) -> dict[str, Any]:
     return {
-        "id": kind, "label": label, "queries": queries, "keys": keys, "qseg": qseg, "kseg": kseg,
+        "id": kind, "label": label, "qseg": qseg, "kseg": kseg,
+        # what the columns show (seqlab.viz.labels: "␣" for a space) and, for the tooltips, the tokens' text
+        "queries": [token_label(t, byte_level) for t in queries], "keys": [token_label(t, byte_level) for t in keys],
+        "qtext": [token_text(t, byte_level) for t in queries], "ktext": [token_text(t, byte_level) for t in keys],
         "qlabel": f"{qname} (queries)", "klabel": f"{kname} (keys)",
         # (L, H, T_q, T_k) as integers in units of 10**-decimals; the viewer multiplies by "scale".
         "shape": list(stack.shape), "attn": np.rint(stack * 10**decimals).astype(np.int64).tolist(),
@@ -85,13 +89,15 @@ def _stack_entry(kind: str, label: str, stack: np.ndarray, queries: list[str], k
 def _stacks(attentions: Any, src: list[str], tgt: list[str] | None, seg: list[int] | None,
             decimals: int) -> list[dict[str, Any]]:
     """One entry per tab, in the order encoder, decoder, cross."""
+    byte_level = is_byte_level(src + (tgt or []))  # one model's tokens: decided on them all
     if not isinstance(attentions, dict):
         if tgt is None:  # self-attention over `tokens`
             stack = as_stack(attentions, len(src), len(src))
             return [_stack_entry("self", "Self-attention", stack, src, src, seg, seg, "tokens", "tokens",
-                                 decimals)]
+                                 decimals, byte_level)]
         stack = as_stack(attentions, len(tgt), len(src))  # queries: target, keys: source
-        return [_stack_entry("cross", "Cross-attention", stack, tgt, src, None, seg, "target", "source", decimals)]
+        return [_stack_entry("cross", "Cross-attention", stack, tgt, src, None, seg, "target", "source", decimals,
+                             byte_level)]
     unknown = sorted(set(attentions) - set(STACK_KINDS))
     if unknown or not attentions:
         raise VizError(f"attentions dict has keys {sorted(attentions)}; expected some of {list(STACK_KINDS)}")
@@ -106,7 +112,8 @@ def _stacks(attentions: Any, src: list[str], tgt: list[str] | None, seg: list[in
         stack = as_stack(attentions[kind], len(queries), len(keys), name=f"attentions[{kind!r}]")
         qseg = seg if qside == "source" else None
         kseg = seg if kside == "source" else None
-        out.append(_stack_entry(kind, label, stack, queries, keys, qseg, kseg, qside, kside, decimals))
+        out.append(_stack_entry(kind, label, stack, queries, keys, qseg, kseg, qside, kside, decimals,
+                                byte_level))
     return out
 
 
@@ -121,7 +128,9 @@ def attention_html(attentions: Any, tokens: Sequence[str], target_tokens: Sequen
     a dict with any of "encoder" (T_src x T_src), "decoder" (T_tgt x T_tgt)
     and "cross" (T_tgt x T_src) stacks, shown as tabs.
     ``tokens``: the (source) tokens. ``target_tokens``: the decoder's tokens;
-    with a plain stack they are the queries (cross-attention).
+    with a plain stack they are the queries (cross-attention). Tokens show as
+    their labels (`seqlab.viz.labels`: "Ġman" as "␣man", a space as "␣");
+    a token's tooltip quotes its text.
     ``segments`` (one int per token) or ``sep_index`` (index of the [SEP]
     ending segment A; "auto": the first [SEP]/</s> before the end) set the two
     sentences of a pair apart. ``view``: the view shown first. ``theme``:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from seqlab.viz._inputs import VizError, as_stack, check_tokens
+from seqlab.viz.labels import token_label, token_labels
 
 DPI = 100
 LABEL_PT = 8.0  # token label font size (points)
@@ -27,8 +28,9 @@ CMAP = "viridis"
 
 
 def display_token(token: str, max_chars: int = MAX_LABEL_CHARS) -> str:
-    """A token as a tick label: newlines visible, long tokens cut, no mathtext."""
-    t = token.replace("\n", "\\n").replace("\t", "\\t") or "\u2205"
+    """A token's label (`seqlab.viz.labels.token_label`: whitespace visible) as a tick label: long labels
+    cut, no mathtext. Byte-level tokens are decoded by the callers, which see the whole list."""
+    t = token_label(token)
     if len(t) > max_chars:
         t = t[: max_chars - 1] + "\u2026"
     return t.replace("$", r"\$")  # a "$" would switch matplotlib to mathtext
@@ -107,8 +109,10 @@ def draw_heatmap(ax: Any, weights: np.ndarray, key_tokens: Sequence[str], query_
 
     Colour runs from 0 to ``vmax`` (1 by default, so heads compare; None: this
     matrix's max). Labels every k-th token so they fit ``panel_w`` x ``panel_h``
-    inches. Returns the AxesImage (for a colour bar).
+    inches. Tokens are shown by their labels (`seqlab.viz.labels`). Returns
+    the AxesImage (for a colour bar).
     """
+    key_tokens, query_tokens = token_labels(key_tokens, query_tokens)
     Tq, Tk = weights.shape
     top = float(weights.max()) if vmax is None else vmax
     im = ax.imshow(weights, cmap=CMAP, vmin=0.0, vmax=top or 1.0, aspect="auto", interpolation="nearest")
@@ -184,6 +188,7 @@ def attention_grid(attentions: Any, tokens: Sequence[str], path: str | Path,
     """
     keys = check_tokens(tokens)
     queries = keys if target_tokens is None else check_tokens(target_tokens, "target_tokens")
+    keys, queries = token_labels(keys, queries)  # labels, so the layout is measured on what is drawn
     stack = as_stack(attentions, len(queries), len(keys))  # (L, H, T_q, T_k)
     L, H = stack.shape[:2]
     layout = plan_layout(L, H, queries, keys, inch_per_token=1.1 * LABEL_STEP_IN, min_side=1.4, max_side=4.0,
@@ -221,6 +226,7 @@ def alignment_plot(weights: Any, src_tokens: Sequence[str], tgt_tokens: Sequence
     """
     src = check_tokens(src_tokens, "src_tokens")
     tgt = check_tokens(tgt_tokens, "tgt_tokens")
+    src, tgt = token_labels(src, tgt)  # labels, so the layout is measured on what is drawn
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim != 2:
         raise VizError(f"weights has shape {tuple(w.shape)}; expected (T_tgt, T_src) = ({len(tgt)}, {len(src)})")

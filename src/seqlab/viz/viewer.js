@@ -1,6 +1,7 @@
 /* seqlab attention viewer. Reads the JSON in #seqlab-data:
- *   {title, view, stacks: [{id, label, qlabel, klabel, queries, keys, qseg, kseg, shape: [L, H, Tq, Tk],
- *                           attn: L x H x Tq x Tk nested arrays}]}
+ *   {title, view, stacks: [{id, label, qlabel, klabel, queries, keys, qtext, ktext, qseg, kseg,
+ *                           shape: [L, H, Tq, Tk], attn: L x H x Tq x Tk nested arrays}]}
+ * queries/keys are the tokens' labels ("␣" for a space), qtext/ktext their text, quoted in the tooltips.
  * Head view: queries (left) and keys (right) joined by lines, opacity = weight, one colour per head.
  * Model view: one heatmap thumbnail per layer x head; click one to enlarge.
  * No network, no dependencies. Stable hooks for tests: #layer-select, .head-toggle[data-head],
@@ -36,6 +37,11 @@
   }
   function cssVar(name) { return getComputedStyle(document.documentElement).getPropertyValue(name).trim(); }
   function shown(t) { return t === "" ? "\u2205" : t; }
+  // A token's tooltip: its text in quotes (a space token reads " "), its side and index.
+  function tip(s, side, i) {
+    var text = (side === "q" ? s.qtext : s.ktext) || (side === "q" ? s.queries : s.keys);
+    return JSON.stringify(text[i]) + "  (" + side + " " + i + ")";
+  }
 
   function hslToRgb(h, s, l) {
     var a = s * Math.min(l, 1 - l);
@@ -160,7 +166,7 @@
     toks.forEach(function (t, i) {
       var d = el("div", "token", shown(t));
       d.dataset.side = side; d.dataset.index = String(i);
-      d.title = t + "  (" + side + " " + i + ")";
+      d.title = tip(stack(), side, i);
       if (seg) {
         d.classList.add(seg[i] % 2 ? "seg-b" : "seg-a");
         if (i > 0 && seg[i] !== seg[i - 1]) d.classList.add("seg-start");
@@ -249,11 +255,11 @@
   function markTokens(s, A, f, fq, fk) {
     ["q", "k"].forEach(function (side) {
       var col = $(side === "q" ? "query-col" : "key-col"), seg = side === "q" ? s.qseg : s.kseg;
-      var toks = side === "q" ? s.queries : s.keys, want = side === "q" ? fq : fk;
+      var want = side === "q" ? fq : fk;
       Array.prototype.forEach.call(col.children, function (d, i) {
         d.classList.toggle("focus", !!f && f.side === side && f.i === i);
         d.classList.toggle("dim", !segOk(seg, i, want));
-        if (!f || f.side === side) { d.title = toks[i] + "  (" + side + " " + i + ")"; d.removeAttribute("data-weight"); return; }
+        if (!f || f.side === side) { d.title = tip(s, side, i); d.removeAttribute("data-weight"); return; }
         var best = 0, parts = [];
         state.heads.forEach(function (on, h) {
           if (!on) return;
@@ -261,7 +267,7 @@
           best = Math.max(best, w);
           parts.push("head " + h + ": " + w.toFixed(3));
         });
-        d.title = toks[i] + "  (" + side + " " + i + ")\n" + parts.join("\n");
+        d.title = tip(s, side, i) + "\n" + parts.join("\n");
         d.dataset.weight = best.toFixed(4);
       });
     });
