@@ -9,22 +9,9 @@ import torch
 import seqlab
 import seqlab.functional as F
 from seqlab import nn, optim
+from optim_pairs import make_batches, mlp_pair
 
 STEPS = 20
-
-
-def _models(dtype=torch.float64):
-    torch.manual_seed(0)
-    t = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3)).to(dtype)
-    s = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 3))
-    s.to(dtype=np.float64 if dtype == torch.float64 else np.float32)
-    s.load_state_dict(t.state_dict())
-    return s, t
-
-
-def _batches(n=STEPS):
-    rng = np.random.default_rng(1)
-    return [(rng.standard_normal((6, 5)), rng.standard_normal((6, 3))) for _ in range(n)]
 
 
 def _groups(model, lib_groups: bool, second: dict):
@@ -75,28 +62,28 @@ CASES = [
 @pytest.mark.parametrize("name, kw, second", CASES)
 @pytest.mark.parametrize("groups", [False, True])
 def test_20_steps_equal_torch(name, kw, second, groups):
-    s, t = _models()
+    s, t = mlp_pair()
     s_opt = getattr(optim, name)(_groups(s, groups, second), **kw)
     t_opt = getattr(torch.optim, name)(_groups(t, groups, second), **kw)
     before = [p.numpy().copy() for p in s.parameters()]
-    _train(s, t, s_opt, t_opt, _batches())
+    _train(s, t, s_opt, t_opt, make_batches(STEPS))
     _assert_same_params(s, t)
     assert not np.allclose(before[0], s[0].weight.numpy())  # it did move
 
 
 @pytest.mark.parametrize("name, kw", [("SGD", dict(lr=0.05, momentum=0.9)), ("AdamW", dict(lr=0.01))])
 def test_float32_steps_equal_torch(name, kw):
-    s, t = _models(torch.float32)
+    s, t = mlp_pair(torch.float32)
     _train(s, t, getattr(optim, name)(s.parameters(), **kw), getattr(torch.optim, name)(t.parameters(), **kw),
-           _batches())
+           make_batches(STEPS))
     _assert_same_params(s, t, rtol=1e-5)
 
 
 @pytest.mark.parametrize("name, kw", [("SGD", dict(lr=0.05, momentum=0.9, nesterov=True)), ("Adam", dict(lr=0.01)),
                                       ("AdamW", dict(lr=0.01, weight_decay=0.1))])
 def test_state_dict_round_trip_continues_identically(name, kw):
-    batches = _batches()
-    s1, _ = _models()
+    batches = make_batches(STEPS)
+    s1, _ = mlp_pair()
     opt1 = getattr(optim, name)(_groups(s1, True, {"lr": 0.02}), **kw)
     sched1 = optim.LambdaLR(opt1, optim.warmup_linear(5, STEPS))
     for x, y in batches[:10]:
@@ -108,7 +95,7 @@ def test_state_dict_round_trip_continues_identically(name, kw):
     opt_sd = copy.deepcopy(opt1.state_dict())
     sched_sd = sched1.state_dict()
     # a fresh model, optimizer and schedule, restored from the snapshots
-    s2, _ = _models()
+    s2, _ = mlp_pair()
     s2.load_state_dict(model_sd)
     opt2 = getattr(optim, name)(_groups(s2, True, {"lr": 0.5}), **kw)
     opt2.load_state_dict(opt_sd)
@@ -126,9 +113,9 @@ def test_state_dict_round_trip_continues_identically(name, kw):
 
 
 def test_optimizer_state_dict_is_keyed_by_position_like_torch():
-    s, t = _models()
+    s, t = mlp_pair()
     s_opt, t_opt = optim.Adam(s.parameters(), lr=0.01), torch.optim.Adam(t.parameters(), lr=0.01)
-    _train(s, t, s_opt, t_opt, _batches(2))
+    _train(s, t, s_opt, t_opt, make_batches(2))
     ss, ts = s_opt.state_dict(), t_opt.state_dict()
     assert sorted(ss["state"]) == sorted(ts["state"])
     assert set(ss["state"][0]) == set(ts["state"][0])
@@ -137,7 +124,7 @@ def test_optimizer_state_dict_is_keyed_by_position_like_torch():
 
 
 def test_load_state_dict_rejects_other_groups():
-    s, _ = _models()
+    s, _ = mlp_pair()
     a = optim.SGD(s.parameters(), lr=0.1)
     b = optim.SGD(_groups(s, True, {}), lr=0.1)
     with pytest.raises(ValueError, match="2 parameter groups.*1"):
@@ -148,9 +135,9 @@ def test_load_state_dict_rejects_other_groups():
 def test_torch_adam_state_loads_and_steps_on_as_torch(amsgrad):
     """A state saved by torch.optim.AdamW (tensors, step a 0-d tensor; amsgrad's running maximum) loads into
     seqlab's; both go on alike."""
-    s, t = _models()
+    s, t = mlp_pair()
     t_opt = torch.optim.AdamW(t.parameters(), lr=0.01, weight_decay=0.1, amsgrad=amsgrad)
-    batches = _batches(6)
+    batches = make_batches(6)
     for x, y in batches[:3]:
         t_opt.zero_grad()
         torch.nn.functional.mse_loss(t(torch.from_numpy(x)), torch.from_numpy(y)).backward()
@@ -173,9 +160,9 @@ def test_torch_adam_state_loads_and_steps_on_as_torch(amsgrad):
 
 
 def test_load_state_dict_refuses_state_of_other_shapes_and_keeps_its_own():
-    s, _ = _models()
+    s, _ = mlp_pair()
     opt = optim.Adam(s.parameters(), lr=0.1)
-    x, y = _batches(1)[0]
+    x, y = make_batches(1)[0]
     F.mse_loss(s(seqlab.tensor(x)), seqlab.tensor(y)).backward()
     opt.step()
     before = opt.state_dict()
@@ -229,7 +216,7 @@ SCHEDULES = [
 
 @pytest.mark.parametrize("name, make", SCHEDULES)
 def test_schedules_equal_torch_lambda_lr(name, make):
-    s, t = _models()
+    s, t = mlp_pair()
     s_opt = optim.SGD(_groups(s, True, {"lr": 0.5}), lr=0.1)
     t_opt = torch.optim.SGD(_groups(t, True, {"lr": 0.5}), lr=0.1)
     s_sched, t_sched = optim.LambdaLR(s_opt, make()), torch.optim.lr_scheduler.LambdaLR(t_opt, make())
@@ -258,7 +245,7 @@ def test_schedules_equal_hugging_face_and_the_paper():
 
 
 def test_lambda_lr_per_group_lambdas():
-    s, t = _models()
+    s, t = mlp_pair()
     fs = [optim.warmup_linear(3, 10), optim.constant()]
     s_opt = optim.SGD(_groups(s, True, {"lr": 0.5}), lr=0.1)
     t_opt = torch.optim.SGD(_groups(t, True, {"lr": 0.5}), lr=0.1)
@@ -276,7 +263,7 @@ def test_lambda_lr_per_group_lambdas():
 def test_lambda_lr_takes_the_groups_lr_when_the_schedule_is_built_like_torch():
     """An lr changed after the optimizer was built (an lr finder, per-group scaling) is the schedule's base lr,
     as torch's initial_lr; a second schedule on the same optimizer reuses the first one's base lrs."""
-    s, t = _models()
+    s, t = mlp_pair()
     s_opt = optim.SGD(_groups(s, True, {"lr": 0.5}), lr=0.1)
     t_opt = torch.optim.SGD(_groups(t, True, {"lr": 0.5}), lr=0.1)
     assert "initial_lr" not in s_opt.param_groups[0] and "initial_lr" not in t_opt.param_groups[0]
@@ -339,8 +326,8 @@ def test_lambda_lr_resume_needs_initial_lr_and_restores_base_lrs_like_torch():
 # ---- clipping ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("max_norm, norm_type", [(0.5, 2.0), (100.0, 2.0), (0.3, 1.0), (0.1, math.inf)])
 def test_clip_grad_norm_equals_torch(max_norm, norm_type):
-    s, t = _models()
-    x, y = _batches(1)[0]
+    s, t = mlp_pair()
+    x, y = make_batches(1)[0]
     F.mse_loss(s(seqlab.tensor(x)), y).backward()
     torch.nn.functional.mse_loss(t(torch.from_numpy(x)), torch.from_numpy(y)).backward()
     ns = optim.clip_grad_norm_(s.parameters(), max_norm, norm_type)
@@ -395,10 +382,10 @@ def test_clip_grad_norm_scales_by_a_non_finite_norm_like_torch(norm_type, bad, m
 def test_torch_idioms_state_by_parameter_step_closure_and_clip_norm_item():
     """opt.state[p] (keyed by the parameter, as torch's users read it), step(closure) returning the loss and
     running it with gradients on, and clip_grad_norm_(...).item() / norm_type='inf' as in torch."""
-    s, t = _models()
+    s, t = mlp_pair()
     s_opt, t_opt = optim.SGD(s.parameters(), lr=0.1, momentum=0.9), torch.optim.SGD(t.parameters(), lr=0.1,
                                                                                      momentum=0.9)
-    x, y = _batches(1)[0]
+    x, y = make_batches(1)[0]
 
     def s_closure():
         s_opt.zero_grad()

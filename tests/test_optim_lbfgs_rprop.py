@@ -20,6 +20,7 @@ import torch
 import seqlab
 import seqlab.functional as F
 from seqlab import backend, nn, optim
+from optim_pairs import make_batches, mlp_pair, seqlab_step, torch_step
 
 # ---- problems: Rosenbrock, least squares, logistic regression --------------------------------------------
 
@@ -41,15 +42,6 @@ def _linear_models(dtype=torch.float64):
     torch.manual_seed(0)
     t = torch.nn.Linear(4, 1).to(dtype)
     s = nn.Linear(4, 1)
-    s.to(dtype=np.float64 if dtype == torch.float64 else np.float32)
-    s.load_state_dict(t.state_dict())
-    return s, t
-
-
-def _mlp_models(dtype=torch.float64):
-    torch.manual_seed(0)
-    t = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3)).to(dtype)
-    s = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 3))
     s.to(dtype=np.float64 if dtype == torch.float64 else np.float32)
     s.load_state_dict(t.state_dict())
     return s, t
@@ -428,33 +420,14 @@ RPROP = [dict(), dict(lr=0.05), dict(lr=0.02, etas=(0.3, 1.5)), dict(lr=0.01, st
 RPROP_IDS = [f"{kw}" for kw in RPROP]
 
 
-def _batches(n=10):
-    rng = np.random.default_rng(1)
-    return [(rng.standard_normal((6, 5)), rng.standard_normal((6, 3))) for _ in range(n)]
-
-
-def _seqlab_step(model, opt, x, y):
-    opt.zero_grad()
-    dtype = model[0].weight.dtype
-    F.mse_loss(model(seqlab.tensor(x, dtype=dtype)), seqlab.tensor(y, dtype=dtype)).backward()
-    opt.step()
-
-
-def _torch_step(model, opt, x, y):
-    opt.zero_grad()
-    dtype = model[0].weight.dtype
-    torch.nn.functional.mse_loss(model(torch.from_numpy(x).to(dtype)), torch.from_numpy(y).to(dtype)).backward()
-    opt.step()
-
-
 @pytest.mark.parametrize("kw", RPROP, ids=RPROP_IDS)
 def test_rprop_float64_steps_equal_torch_after_every_step(kw):
-    s, t = _mlp_models()
+    s, t = mlp_pair()
     s_opt, t_opt = optim.Rprop(s.parameters(), **kw), torch.optim.Rprop(t.parameters(), **kw)
     before = s[0].weight.numpy().copy()
-    for i, (x, y) in enumerate(_batches()):
-        _seqlab_step(s, s_opt, x, y)
-        _torch_step(t, t_opt, x, y)
+    for i, (x, y) in enumerate(make_batches(10)):
+        seqlab_step(s, s_opt, x, y)
+        torch_step(t, t_opt, x, y)
         for a, b in zip(_params(s), _torch_params(t)):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14, err_msg=f"after step {i + 1}")
     assert np.abs(s[0].weight.numpy() - before).max() > 1e-3
@@ -462,11 +435,11 @@ def test_rprop_float64_steps_equal_torch_after_every_step(kw):
 
 @pytest.mark.parametrize("kw", RPROP, ids=RPROP_IDS)
 def test_rprop_float32_steps_equal_torch_and_stay_float32(kw):
-    s, t = _mlp_models(torch.float32)
+    s, t = mlp_pair(torch.float32)
     s_opt, t_opt = optim.Rprop(s.parameters(), **kw), torch.optim.Rprop(t.parameters(), **kw)
-    for i, (x, y) in enumerate(_batches()):
-        _seqlab_step(s, s_opt, x, y)
-        _torch_step(t, t_opt, x, y)
+    for i, (x, y) in enumerate(make_batches(10)):
+        seqlab_step(s, s_opt, x, y)
+        torch_step(t, t_opt, x, y)
         for a, b in zip(_params(s), _torch_params(t)):
             np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6, err_msg=f"after step {i + 1}")
     assert all(p.dtype == np.float32 for p in s.parameters())
@@ -508,21 +481,21 @@ def test_rprop_update_rule_is_torchs_bit_for_bit(kw):
 
 def test_rprop_state_dict_round_trip_continues_identically():
     kw = dict(lr=0.02, etas=(0.4, 1.3), step_sizes=(1e-4, 0.1))
-    batches = _batches()
-    s1, _ = _mlp_models()
+    batches = make_batches(10)
+    s1, _ = mlp_pair()
     opt1 = optim.Rprop(s1.parameters(), **kw)
     for x, y in batches[:5]:
-        _seqlab_step(s1, opt1, x, y)
+        seqlab_step(s1, opt1, x, y)
     model_sd = {k: v.copy() for k, v in s1.state_dict().items()}
     opt_sd = opt1.state_dict()
     saved = copy.deepcopy(opt_sd)
-    s2, _ = _mlp_models()
+    s2, _ = mlp_pair()
     s2.load_state_dict(model_sd)
     opt2 = optim.Rprop(s2.parameters(), lr=0.5)  # the loaded groups bring kw's values back
     opt2.load_state_dict(opt_sd)
     for model, opt in ((s1, opt1), (s2, opt2)):
         for x, y in batches[5:]:
-            _seqlab_step(model, opt, x, y)
+            seqlab_step(model, opt, x, y)
     for p1, p2 in zip(s1.parameters(), s2.parameters()):
         np.testing.assert_array_equal(p1.numpy(), p2.numpy())
     for i, st in saved["state"].items():
@@ -533,17 +506,17 @@ def test_rprop_state_dict_round_trip_continues_identically():
 
 def test_a_torch_rprop_state_loads_and_steps_on_as_torch():
     kw = dict(lr=0.02, etas=(0.4, 1.3), step_sizes=(1e-4, 0.1))
-    batches = _batches()
-    s, t = _mlp_models()
+    batches = make_batches(10)
+    s, t = mlp_pair()
     t_opt = torch.optim.Rprop(t.parameters(), **kw)
     for x, y in batches[:5]:
-        _torch_step(t, t_opt, x, y)
+        torch_step(t, t_opt, x, y)
     s.load_state_dict(t.state_dict())
     s_opt = optim.Rprop(s.parameters())
     s_opt.load_state_dict(t_opt.state_dict())
     for x, y in batches[5:]:
-        _torch_step(t, t_opt, x, y)
-        _seqlab_step(s, s_opt, x, y)
+        torch_step(t, t_opt, x, y)
+        seqlab_step(s, s_opt, x, y)
     for a, b in zip(_params(s), _torch_params(t)):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
 
@@ -572,12 +545,12 @@ def test_rprop_maximize_ascends_what_minimizing_descends():
 
 def test_rprop_on_the_device_as_on_the_host(cuda):
     kw = dict(lr=0.02, etas=(0.4, 1.3), step_sizes=(1e-4, 0.1))
-    host, _ = _mlp_models()
-    dev, _ = _mlp_models()
+    host, _ = mlp_pair()
+    dev, _ = mlp_pair()
     dev.to("cuda")
     h_opt, d_opt = optim.Rprop(host.parameters(), **kw), optim.Rprop(dev.parameters(), **kw)
-    for x, y in _batches(6):
-        _seqlab_step(host, h_opt, x, y)
+    for x, y in make_batches(6):
+        seqlab_step(host, h_opt, x, y)
         d_opt.zero_grad()
         F.mse_loss(dev(seqlab.tensor(x).to("cuda")), seqlab.tensor(y).to("cuda")).backward()
         d_opt.step()
@@ -613,12 +586,12 @@ def test_rprop_step_sizes_that_torch_would_misuse_are_refused():
 
 
 def test_rprop_implementation_flags_are_accepted_and_differentiable_refused():
-    s1, _ = _mlp_models()
-    s2, _ = _mlp_models()
+    s1, _ = mlp_pair()
+    s2, _ = mlp_pair()
     plain, flagged = optim.Rprop(s1.parameters()), optim.Rprop(s2.parameters(), foreach=True, capturable=False)
-    for x, y in _batches(3):
-        _seqlab_step(s1, plain, x, y)
-        _seqlab_step(s2, flagged, x, y)
+    for x, y in make_batches(3):
+        seqlab_step(s1, plain, x, y)
+        seqlab_step(s2, flagged, x, y)
     for p1, p2 in zip(s1.parameters(), s2.parameters()):
         np.testing.assert_array_equal(p1.numpy(), p2.numpy())
     with pytest.raises(ValueError, match="differentiable=True is not supported"):

@@ -17,6 +17,7 @@ import seqlab
 import seqlab.functional as F
 from seqlab import backend, nn, optim
 from seqlab.nn.utils import parameters_to_vector, vector_to_parameters
+from optim_pairs import make_batches, mlp_pair, seqlab_step, torch_step
 
 STEPS = 10
 
@@ -64,34 +65,6 @@ def torch_scalars(dtype):
         torch.set_default_dtype(old)
 
 
-def _models(dtype=torch.float64):
-    torch.manual_seed(0)
-    t = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3)).to(dtype)
-    s = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 3))
-    s.to(dtype=np.float64 if dtype == torch.float64 else np.float32)
-    s.load_state_dict(t.state_dict())
-    return s, t
-
-
-def _batches(n=STEPS):
-    rng = np.random.default_rng(1)
-    return [(rng.standard_normal((6, 5)), rng.standard_normal((6, 3))) for _ in range(n)]
-
-
-def _seqlab_step(model, opt, x, y):
-    opt.zero_grad()
-    dtype = model[0].weight.dtype
-    F.mse_loss(model(seqlab.tensor(x, dtype=dtype)), seqlab.tensor(y, dtype=dtype)).backward()
-    opt.step()
-
-
-def _torch_step(model, opt, x, y):
-    opt.zero_grad()
-    dtype = model[0].weight.dtype
-    torch.nn.functional.mse_loss(model(torch.from_numpy(x).to(dtype)), torch.from_numpy(y).to(dtype)).backward()
-    opt.step()
-
-
 def _assert_same_params(s_model, t_model, rtol, atol, msg=""):
     for (n, sp), (_, tp) in zip(s_model.named_parameters(), t_model.named_parameters()):
         np.testing.assert_allclose(sp.numpy(), tp.detach().numpy(), rtol=rtol, atol=atol, err_msg=f"{n} {msg}")
@@ -115,24 +88,24 @@ def _assert_same_state(ours: dict, theirs: dict, rtol=1e-12):
 
 @pytest.mark.parametrize("name, kw", CASES, ids=IDS)
 def test_float64_steps_equal_torch_after_every_step(name, kw):
-    s, t = _models()
+    s, t = mlp_pair()
     with torch_scalars(torch.float64):
         s_opt, t_opt = getattr(optim, name)(s.parameters(), **kw), getattr(torch.optim, name)(t.parameters(), **kw)
         before = s[0].weight.numpy().copy()
-        for i, (x, y) in enumerate(_batches()):
-            _seqlab_step(s, s_opt, x, y)
-            _torch_step(t, t_opt, x, y)
+        for i, (x, y) in enumerate(make_batches(STEPS)):
+            seqlab_step(s, s_opt, x, y)
+            torch_step(t, t_opt, x, y)
             _assert_same_params(s, t, rtol=1e-11, atol=1e-14, msg=f"after step {i + 1}")
     assert np.abs(s[0].weight.numpy() - before).max() > 1e-3  # it did move
 
 
 @pytest.mark.parametrize("name, kw", CASES, ids=IDS)
 def test_float32_steps_equal_torch_after_every_step(name, kw):
-    s, t = _models(torch.float32)
+    s, t = mlp_pair(torch.float32)
     s_opt, t_opt = getattr(optim, name)(s.parameters(), **kw), getattr(torch.optim, name)(t.parameters(), **kw)
-    for i, (x, y) in enumerate(_batches()):
-        _seqlab_step(s, s_opt, x, y)
-        _torch_step(t, t_opt, x, y)
+    for i, (x, y) in enumerate(make_batches(STEPS)):
+        seqlab_step(s, s_opt, x, y)
+        torch_step(t, t_opt, x, y)
         _assert_same_params(s, t, rtol=1e-6, atol=1e-6, msg=f"after step {i + 1}")
     assert all(p.dtype == np.float32 for p in s.parameters())
     assert all(v.dtype == np.float32 for st in s_opt.state.values() for v in st.values() if hasattr(v, "dtype"))
@@ -165,12 +138,12 @@ def test_update_rule_is_torchs_to_the_last_bits(name, kw):
 
 @pytest.mark.parametrize("name, kw", CASES, ids=IDS)
 def test_state_dict_has_torchs_keys_and_values(name, kw):
-    s, t = _models()
+    s, t = mlp_pair()
     with torch_scalars(torch.float64):
         s_opt, t_opt = getattr(optim, name)(s.parameters(), **kw), getattr(torch.optim, name)(t.parameters(), **kw)
-        for x, y in _batches(4):
-            _seqlab_step(s, s_opt, x, y)
-            _torch_step(t, t_opt, x, y)
+        for x, y in make_batches(4):
+            seqlab_step(s, s_opt, x, y)
+            torch_step(t, t_opt, x, y)
         ours, theirs = s_opt.state_dict(), t_opt.state_dict()
     _assert_same_state(ours["state"], theirs["state"], rtol=1e-10)
     assert len(ours["param_groups"]) == len(theirs["param_groups"]) == 1
@@ -206,21 +179,21 @@ def test_state_names_are_torchs(name, flags):
 @pytest.mark.parametrize("name, kw", [c for c in CASES if not c[1].get("maximize")],
                          ids=[i for i, c in zip(IDS, CASES) if not c[1].get("maximize")])
 def test_state_dict_round_trip_continues_identically(name, kw):
-    batches = _batches()
-    s1, _ = _models()
+    batches = make_batches(STEPS)
+    s1, _ = mlp_pair()
     opt1 = getattr(optim, name)(s1.parameters(), **kw)
     for x, y in batches[:5]:
-        _seqlab_step(s1, opt1, x, y)
+        seqlab_step(s1, opt1, x, y)
     model_sd = {k: v.copy() for k, v in s1.state_dict().items()}
     opt_sd = opt1.state_dict()
     saved = copy.deepcopy(opt_sd)
-    s2, _ = _models()
+    s2, _ = mlp_pair()
     s2.load_state_dict(model_sd)
     opt2 = getattr(optim, name)(s2.parameters(), lr=0.5)  # the loaded groups bring back kw's values
     opt2.load_state_dict(opt_sd)
     for model, opt in ((s1, opt1), (s2, opt2)):
         for x, y in batches[5:]:
-            _seqlab_step(model, opt, x, y)
+            seqlab_step(model, opt, x, y)
     for p1, p2 in zip(s1.parameters(), s2.parameters()):
         np.testing.assert_array_equal(p1.numpy(), p2.numpy())
     for i, st in saved["state"].items():  # the state_dict was a snapshot: later steps left it alone
@@ -233,24 +206,24 @@ def test_state_dict_round_trip_continues_identically(name, kw):
 def test_torch_state_dict_loads_and_steps_on_as_torch(name, kw):
     """A state saved by torch.optim (0-d tensors for step, mu_product, eta, mu) loads into seqlab's optimizer;
     both go on alike."""
-    batches = _batches()
-    s, t = _models()
+    batches = make_batches(STEPS)
+    s, t = mlp_pair()
     with torch_scalars(torch.float64):
         t_opt = getattr(torch.optim, name)(t.parameters(), **kw)
         for x, y in batches[:5]:
-            _torch_step(t, t_opt, x, y)
+            torch_step(t, t_opt, x, y)
         s.load_state_dict(t.state_dict())
         s_opt = getattr(optim, name)(s.parameters())  # defaults; the groups come from torch's state
         s_opt.load_state_dict(t_opt.state_dict())
         for x, y in batches[5:]:
-            _torch_step(t, t_opt, x, y)
-            _seqlab_step(s, s_opt, x, y)
+            torch_step(t, t_opt, x, y)
+            seqlab_step(s, s_opt, x, y)
         _assert_same_params(s, t, rtol=1e-11, atol=1e-14)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_param_groups_with_different_lrs(name):
-    s, t = _models()
+    s, t = mlp_pair()
     lr = {"Adadelta": 1.0, "Adagrad": 0.1}.get(name, 0.01)
 
     def groups(model):
@@ -259,9 +232,9 @@ def test_param_groups_with_different_lrs(name):
 
     with torch_scalars(torch.float64):
         s_opt, t_opt = getattr(optim, name)(groups(s), lr=lr), getattr(torch.optim, name)(groups(t), lr=lr)
-        for x, y in _batches():
-            _seqlab_step(s, s_opt, x, y)
-            _torch_step(t, t_opt, x, y)
+        for x, y in make_batches(STEPS):
+            seqlab_step(s, s_opt, x, y)
+            torch_step(t, t_opt, x, y)
         _assert_same_params(s, t, rtol=1e-11, atol=1e-14)
         _assert_same_state(s_opt.state_dict()["state"], t_opt.state_dict()["state"], rtol=1e-10)
     assert [g["lr"] for g in s_opt.param_groups] == [lr, lr * 3]
@@ -270,13 +243,13 @@ def test_param_groups_with_different_lrs(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_a_scheduler_drives_them_as_torch(name):
-    s, t = _models()
+    s, t = mlp_pair()
     with torch_scalars(torch.float64):
         s_opt, t_opt = getattr(optim, name)(s.parameters()), getattr(torch.optim, name)(t.parameters())
         s_sched, t_sched = optim.StepLR(s_opt, 3, gamma=0.3), torch.optim.lr_scheduler.StepLR(t_opt, 3, gamma=0.3)
-        for x, y in _batches():
-            _seqlab_step(s, s_opt, x, y)
-            _torch_step(t, t_opt, x, y)
+        for x, y in make_batches(STEPS):
+            seqlab_step(s, s_opt, x, y)
+            torch_step(t, t_opt, x, y)
             s_sched.step()
             t_sched.step()
         _assert_same_params(s, t, rtol=1e-11, atol=1e-14)
@@ -285,8 +258,8 @@ def test_a_scheduler_drives_them_as_torch(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_step_with_a_closure_returns_its_loss(name):
-    s, t = _models()
-    x, y = _batches(1)[0]
+    s, t = mlp_pair()
+    x, y = make_batches(1)[0]
     s_opt, t_opt = getattr(optim, name)(s.parameters()), getattr(torch.optim, name)(t.parameters())
 
     def s_closure():
@@ -310,12 +283,12 @@ def test_step_with_a_closure_returns_its_loss(name):
 
 @pytest.mark.parametrize("name, kw", CASES, ids=IDS)
 def test_on_the_device_as_on_the_host(cuda, name, kw):
-    host, _ = _models()
-    dev, _ = _models()
+    host, _ = mlp_pair()
+    dev, _ = mlp_pair()
     dev.to("cuda")
     h_opt, d_opt = getattr(optim, name)(host.parameters(), **kw), getattr(optim, name)(dev.parameters(), **kw)
-    for x, y in _batches(6):
-        _seqlab_step(host, h_opt, x, y)
+    for x, y in make_batches(6):
+        seqlab_step(host, h_opt, x, y)
         d_opt.zero_grad()
         F.mse_loss(dev(seqlab.tensor(x).to("cuda")), seqlab.tensor(y).to("cuda")).backward()
         d_opt.step()
@@ -373,12 +346,12 @@ def test_implementation_flags_are_accepted_and_differentiable_refused(name):
     flags = {"foreach": True, "capturable": False}
     if name == "Adagrad":
         flags = {"foreach": False, "fused": True}
-    s1, _ = _models()
-    s2, _ = _models()
+    s1, _ = mlp_pair()
+    s2, _ = mlp_pair()
     plain, flagged = getattr(optim, name)(s1.parameters()), getattr(optim, name)(s2.parameters(), **flags)
-    for x, y in _batches(3):
-        _seqlab_step(s1, plain, x, y)
-        _seqlab_step(s2, flagged, x, y)
+    for x, y in make_batches(3):
+        seqlab_step(s1, plain, x, y)
+        seqlab_step(s2, flagged, x, y)
     for p1, p2 in zip(s1.parameters(), s2.parameters()):
         np.testing.assert_array_equal(p1.numpy(), p2.numpy())
     with pytest.raises(ValueError, match="differentiable=True is not supported"):
@@ -400,7 +373,7 @@ def test_maximize_ascends_what_minimizing_descends():
 
 
 def test_adagrad_state_exists_before_the_first_step_as_torchs():
-    s, t = _models()
+    s, t = mlp_pair()
     s_opt = optim.Adagrad(s.parameters(), initial_accumulator_value=0.25)
     t_opt = torch.optim.Adagrad(t.parameters(), initial_accumulator_value=0.25)
     _assert_same_state(s_opt.state_dict()["state"], t_opt.state_dict()["state"])
@@ -408,16 +381,16 @@ def test_adagrad_state_exists_before_the_first_step_as_torchs():
 
 
 def test_adagrad_group_added_later_gets_its_state_at_its_first_step():
-    s, t = _models()
+    s, t = mlp_pair()
     s_params, t_params = list(s.parameters()), list(t.parameters())
     s_opt = optim.Adagrad(s_params[:2], lr=0.1, initial_accumulator_value=0.1)
     t_opt = torch.optim.Adagrad(t_params[:2], lr=0.1, initial_accumulator_value=0.1)
     s_opt.add_param_group({"params": s_params[2:], "lr": 0.05})
     t_opt.add_param_group({"params": t_params[2:], "lr": 0.05})
     assert 2 not in s_opt.state_dict()["state"] and 2 not in t_opt.state_dict()["state"]
-    for x, y in _batches(4):
-        _seqlab_step(s, s_opt, x, y)
-        _torch_step(t, t_opt, x, y)
+    for x, y in make_batches(4):
+        seqlab_step(s, s_opt, x, y)
+        torch_step(t, t_opt, x, y)
     _assert_same_params(s, t, rtol=1e-11, atol=1e-14)
     _assert_same_state(s_opt.state_dict()["state"], t_opt.state_dict()["state"], rtol=1e-10)
 
@@ -454,7 +427,7 @@ def test_lerp_is_torchs_to_rounding_and_exact_at_weight_one(dtype):
 # ---- nn.utils.parameters_to_vector / vector_to_parameters ---------------------------------------------
 
 def test_parameters_to_vector_equals_torchs_and_carries_gradients():
-    s, t = _models()
+    s, t = mlp_pair()
     sv, tv = parameters_to_vector(s.parameters()), torch.nn.utils.parameters_to_vector(t.parameters())
     assert sv.shape == tuple(tv.shape) == (5 * 8 + 8 + 8 * 3 + 3,)
     np.testing.assert_array_equal(sv.numpy(), tv.detach().numpy())
@@ -466,7 +439,7 @@ def test_parameters_to_vector_equals_torchs_and_carries_gradients():
 
 
 def test_vector_to_parameters_writes_in_place_as_torch():
-    s, t = _models()
+    s, t = mlp_pair()
     n = sum(p.numel() for p in s.parameters())
     vec = np.random.default_rng(3).standard_normal(n + 4)  # longer than needed: accepted, as torch
     params = list(s.parameters())
