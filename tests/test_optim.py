@@ -9,7 +9,7 @@ import torch
 import seqlab
 import seqlab.functional as F
 from seqlab import nn, optim
-from optim_pairs import make_batches, mlp_pair
+from optim_pairs import make_batches, mlp_pair, seqlab_step, torch_step
 
 STEPS = 20
 
@@ -414,3 +414,34 @@ def test_torch_idioms_state_by_parameter_step_closure_and_clip_norm_item():
         ours = optim.clip_grad_norm_(s.parameters(), 1e6, norm_type=kind)
         theirs = torch.nn.utils.clip_grad_norm_(t.parameters(), 1e6, norm_type=kind)
         assert abs(ours.item() - theirs.item()) <= 1e-9 * theirs.item() and isinstance(ours, float)
+
+
+def _heavy_ball(base):
+    """A custom optimizer written the way torch's tutorials write one: `self.state[p]` read before anything
+    was stored in it (torch's state is a defaultdict(dict))."""
+
+    class HeavyBall(base):
+        def __init__(self, params, lr=0.1, beta=0.9):
+            super().__init__(params, dict(lr=lr, beta=beta))
+
+        def step(self):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    state = self.state[p]
+                    if "v" not in state:
+                        state["v"] = p.grad * 0
+                    state["v"] = group["beta"] * state["v"] + p.grad
+                    p.data -= group["lr"] * state["v"]
+
+    return HeavyBall
+
+
+def test_a_custom_optimizer_reads_self_state_of_p_as_in_torch():
+    s, t = mlp_pair()
+    s_opt, t_opt = _heavy_ball(optim.Optimizer)(s.parameters()), _heavy_ball(torch.optim.Optimizer)(t.parameters())
+    for x, y in make_batches(5):
+        seqlab_step(s, s_opt, x, y)
+        torch_step(t, t_opt, x, y)
+    for (name, sp), tp in zip(s.named_parameters(), t.parameters()):
+        np.testing.assert_allclose(sp.numpy(), tp.detach().numpy(), rtol=1e-12, atol=1e-14, err_msg=name)
+    assert len(s_opt.state_dict()["state"]) == len(t_opt.state_dict()["state"]) == 4

@@ -14,7 +14,14 @@ NON_NEGATIVE = ("lr", "eps", "weight_decay", "momentum", "dampening")
 
 class ParamState(dict):
     """Per-parameter state, keyed by id(param); indexed by the parameter itself too (``opt.state[p]``, as
-    torch's users read ``opt.state[p]["exp_avg"]``)."""
+    torch's users read ``opt.state[p]["exp_avg"]``). As torch's ``defaultdict(dict)``, reading the state of a
+    parameter that has none yet makes it an empty dict, so a custom optimizer's ``self.state[p]`` works
+    from its first step. Iterating gives the ids, not the parameters."""
+
+    def __missing__(self, key):
+        value = {}
+        super().__setitem__(key, value)
+        return value
 
     @staticmethod
     def _key(k):
