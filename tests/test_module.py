@@ -252,3 +252,18 @@ def test_embedding_from_pretrained():
     np.testing.assert_array_equal(emb(np.array([2, 0])).numpy(), w[[2, 0]])
     assert not emb.weight.requires_grad
     assert nn.Embedding.from_pretrained(torch.from_numpy(w), freeze=False).weight.requires_grad
+
+
+def test_assigning_a_tensor_to_a_parameters_data_keeps_it_an_array_as_torch_users_expect():
+    """`p.data = tensor` (torch's idiom) stores the tensor's array; anything that is not an array is refused
+    at once instead of failing later inside an op."""
+    import seqlab
+    from seqlab import nn
+
+    lin = nn.Linear(3, 4)
+    lin.weight.data = seqlab.ones(4, 3)
+    assert isinstance(lin.weight.data, np.ndarray)
+    out = lin(seqlab.ones(2, 3)).sum()
+    assert out.item() == pytest.approx(2 * (12 + float(lin.bias.data.sum())), rel=1e-6)
+    with pytest.raises(TypeError, match="array or a Tensor"):
+        lin.weight.data = [[1.0] * 3] * 4

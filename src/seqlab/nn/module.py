@@ -25,6 +25,24 @@ class Parameter(Tensor):
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
+    @property
+    def data(self):
+        """The parameter's array (NumPy or CuPy): `p.data` is what torch's `p.data` is for, an alias outside
+        the graph, but an array, so it takes NumPy's methods (`p.data[...] = 0`, `p.data *= 0.5`)."""
+        return _TENSOR_DATA.__get__(self)
+
+    @data.setter
+    def data(self, value) -> None:
+        """`p.data = other` as torch's users write it: a Tensor gives its array; anything else must be an array."""
+        if isinstance(value, Tensor):
+            value = value.data
+        if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+            raise TypeError(f"Parameter.data must be an array or a Tensor, got {type(value).__name__}")
+        _TENSOR_DATA.__set__(self, value)
+
+
+_TENSOR_DATA = Tensor.data  # the slot's descriptor, which Parameter.data wraps
+
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
