@@ -198,10 +198,14 @@ def test_bad_arguments_are_value_errors_as_torchs(kwargs):
         DataLoader(s_ds, **kwargs)
 
 
-def test_workers_are_refused_clearly_and_zero_is_fine():
+def test_workers_warn_and_load_in_this_process_and_zero_is_fine():
     s_ds, _ = both_datasets(4)
-    with pytest.raises(ValueError, match="num_workers must be 0, got 4"):
-        DataLoader(s_ds, batch_size=2, num_workers=4)
+    with pytest.warns(UserWarning, match="num_workers=4 is ignored"):
+        loader = DataLoader(s_ds, batch_size=2, num_workers=4)  # d2l's loaders pass 4: loaded here, same batches
+    assert [b[0].numpy().tolist() for b in loader] == [b[0].numpy().tolist() for b in DataLoader(s_ds, batch_size=2)]
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="non-negative int"):
+            DataLoader(s_ds, batch_size=2, num_workers=bad)
     assert len(list(DataLoader(s_ds, batch_size=2, num_workers=0, pin_memory=True))) == 2
     with pytest.raises(TypeError, match="numpy.random.Generator"):
         DataLoader(s_ds, shuffle=True, generator=42)

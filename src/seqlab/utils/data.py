@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections.abc
 import copy
 import math
+import warnings
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -257,7 +258,8 @@ class DataLoader:
     shuffle: a new order each epoch (each `iter(loader)`), from `generator` or else seqlab's generator.
     sampler / batch_sampler: any iterable of indices / of index lists, in place of the above (as torch).
     drop_last: drop the last batch when it is short. collate_fn: samples -> batch (`default_collate`).
-    num_workers: 0 only — seqlab starts no worker processes. pin_memory: accepted and has no effect.
+    num_workers: seqlab starts no worker processes; a positive count warns and loads in this process.
+    pin_memory: accepted and has no effect.
     """
 
     def __init__(self, dataset, batch_size: int | None = 1, shuffle: bool | None = None, sampler=None,
@@ -267,9 +269,12 @@ class DataLoader:
         if not (hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__")):
             raise TypeError(f"DataLoader takes a map-style dataset (with __getitem__ and __len__), got "
                             f"{type(dataset).__name__}")
-        if num_workers != 0:
-            raise ValueError(f"seqlab's DataLoader loads batches in this process: num_workers must be 0, got "
-                             f"{num_workers!r} (drop the argument or pass num_workers=0)")
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
+            raise ValueError(f"num_workers option should be a non-negative int; use num_workers=0 to disable "
+                             f"multiprocessing (got {num_workers!r})")
+        if num_workers > 0:  # d2l's and torch's examples pass 4: the same batches, loaded here
+            warnings.warn(f"seqlab's DataLoader loads batches in this process: num_workers={num_workers} is "
+                          f"ignored (the batches are the same; pass num_workers=0 to silence this)", stacklevel=2)
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
         if batch_sampler is not None:
