@@ -267,3 +267,16 @@ def test_assigning_a_tensor_to_a_parameters_data_keeps_it_an_array_as_torch_user
     assert out.item() == pytest.approx(2 * (12 + float(lin.bias.data.sum())), rel=1e-6)
     with pytest.raises(TypeError, match="array or a Tensor"):
         lin.weight.data = [[1.0] * 3] * 4
+
+
+def test_a_torch_tensor_given_to_a_module_is_named_as_the_cause():
+    """A half-ported pipeline hands a torch.Tensor to a seqlab model: the error says so, instead of a NumPy
+    complaint about 'torch.float32' from deep inside an op."""
+    from seqlab import nn
+
+    model = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
+    with pytest.raises(TypeError, match=r"Linear got a torch.Tensor as its argument 0: .*x.numpy\(\)"):
+        model(torch.ones(2, 3))
+    assert model(torch.ones(2, 3).numpy()).shape == (2, 2)  # its array is fine
+    with pytest.raises(ValueError):  # other failures pass through unchanged
+        nn.Linear(3, 2)(np.ones((2, 4), np.float32))

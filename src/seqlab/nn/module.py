@@ -44,6 +44,23 @@ class Parameter(Tensor):
 _TENSOR_DATA = Tensor.data  # the slot's descriptor, which Parameter.data wraps
 
 
+class TorchInputError(TypeError):
+    """A seqlab module was called on a torch.Tensor."""
+
+
+def _refuse_torch_inputs(module, args: tuple, kwargs: dict, exc: Exception) -> None:
+    """After `module`'s forward failed: if a torch.Tensor was passed in, say so (the failure itself, deep in
+    an op, names a torch dtype or method and not the cause); otherwise let the original error through."""
+    if isinstance(exc, TorchInputError):
+        return
+    for name, value in [*enumerate(args), *kwargs.items()]:
+        if type(value).__module__.startswith("torch") and hasattr(value, "numpy") and hasattr(value, "dtype"):
+            where = f"argument {name}" if isinstance(name, int) else f"{name}="
+            raise TorchInputError(
+                f"{type(module).__name__} got a torch.Tensor as its {where}: seqlab modules take seqlab Tensors "
+                f"(seqlab.tensor(x.numpy()), or x.numpy() itself)") from exc
+
+
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
@@ -402,7 +419,11 @@ class Module:
             _memory.retain_freed_memory_once()
         d = self.__dict__
         if "_forward_hooks" not in d and "_forward_pre_hooks" not in d:
-            return self.forward(*args, **kwargs)
+            try:
+                return self.forward(*args, **kwargs)
+            except Exception as exc:  # free when nothing is raised
+                _refuse_torch_inputs(self, args, kwargs, exc)
+                raise
         for hook in list(d.get("_forward_pre_hooks", {}).values()):
             changed = hook(self, args)
             if changed is not None:
