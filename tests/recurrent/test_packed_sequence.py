@@ -361,3 +361,15 @@ def test_packed_sequence_to_the_device_and_back(cuda):
     np.testing.assert_array_equal(backend.to_numpy(p.cuda().data.data), [1.0, 4.0, 2.0, 3.0])
     with pytest.raises(ValueError, match="should be a 1D CPU int64 tensor"):
         rnn.pack_padded_sequence(seqlab.tensor(padded()), seqlab.tensor(LENGTHS[True]).to("cuda"))
+
+
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+def test_flat_weights_names_as_torch_for_d2ls_xavier_init(kind):
+    """d2l's xavier_init_weights loops over `m._flat_weights_names` (torch's private attribute)."""
+    kw = dict(num_layers=2, bidirectional=True, batch_first=True)
+    s_rnn, t_rnn = getattr(nn, kind)(3, 4, **kw), getattr(torch.nn, kind)(3, 4, **kw)
+    assert s_rnn._flat_weights_names == t_rnn._flat_weights_names
+    for name in s_rnn._flat_weights_names:
+        if "weight" in name:
+            nn.init.xavier_uniform_(s_rnn._parameters[name])
+    assert [p.shape for p in s_rnn._flat_weights] == [tuple(p.shape) for p in t_rnn._flat_weights]

@@ -205,6 +205,16 @@ class _RNNBase(Module):
     def num_directions(self) -> int:
         return 2 if self.bidirectional else 1
 
+    @property
+    def _flat_weights_names(self) -> list[str]:
+        """The parameters' names in torch's order (layer, direction, then w_ih, w_hh, b_ih, b_hh); torch's
+        private attribute, which d2l's `xavier_init_weights` reads."""
+        return list(self._parameters)
+
+    @property
+    def _flat_weights(self) -> list:
+        return list(self._parameters.values())
+
     def _weights(self, layer: int, d: int):
         sfx = f"_l{layer}" + ("_reverse" if d else "")
         get = self._parameters.get
