@@ -91,6 +91,62 @@ def full_like(input: Tensor, fill_value, dtype=None, requires_grad: bool = False
     return Tensor(xp.full(input.shape, fill_value, dtype=dt), requires_grad=requires_grad)
 
 
+def empty_like(input: Tensor, *, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """torch.empty_like: its values are unspecified there; here zeros (as seqlab.empty)."""
+    return zeros_like(input, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
+def _float_like(name: str, input: Tensor, dtype) -> tuple:
+    xp, dt = _like(input, backend.from_torch_name(dtype), None)
+    if dt.kind != "f":
+        raise TypeError(f"{name} needs a floating-point dtype, got {dt} (as torch; randint_like gives integers)")
+    return xp, dt
+
+
+def rand_like(input: Tensor, *, generator=None, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """Uniform [0, 1) numbers of `input`'s shape, in its dtype unless given, from seqlab's generator."""
+    _, dt = _float_like("rand_like", input, dtype)
+    return rand(input.shape, generator=generator, dtype=dt, requires_grad=requires_grad, device=device or input.device)
+
+
+def randn_like(input: Tensor, *, generator=None, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """N(0, 1) draws of `input`'s shape, in its dtype unless given, from seqlab's generator."""
+    _, dt = _float_like("randn_like", input, dtype)
+    return randn(input.shape, generator=generator, dtype=dt, requires_grad=requires_grad,
+                 device=device or input.device)
+
+
+def randint_like(input: Tensor, low: int = 0, high: int | None = None, *, generator=None, dtype=None,
+                 requires_grad: bool = False, device=None) -> Tensor:
+    """Integers uniform in [low, high) of `input`'s shape and dtype (unless given): `randint_like(x, high)`
+    or `randint_like(x, low, high)`, as torch."""
+    if high is None:
+        low, high = 0, low
+    dt = np.dtype(backend.from_torch_name(dtype)) if dtype is not None else input.dtype
+    return randint(low, high, input.shape, generator=generator, dtype=dt, requires_grad=requires_grad,
+                   device=device or input.device)
+
+
+def randperm(n: int, *, generator=None, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """A random permutation of 0 .. n-1 (int64 unless `dtype`), from seqlab's generator or `generator`."""
+    if n < 0:
+        raise ValueError(f"randperm: n must be non-negative, got {n}")
+    arr = (generator or _random.default_generator()).permutation(n)
+    arr = arr.astype(np.dtype(backend.from_torch_name(dtype)) if dtype is not None else np.int64)
+    return Tensor(backend.to_device(arr, device or backend.get_device()), requires_grad=requires_grad)
+
+
+def bernoulli(input: Tensor, p: float | None = None, *, generator=None) -> Tensor:
+    """1 with probability `input` (element-wise, each in [0, 1]; or `p` for every element), else 0, in
+    input's dtype, as torch.bernoulli. No gradient flows."""
+    x = _need_tensor("bernoulli", input)
+    probs = backend.to_numpy(x.data) if p is None else p
+    if np.any(np.asarray(probs) < 0) or np.any(np.asarray(probs) > 1):
+        raise ValueError("bernoulli: probabilities must be in [0, 1]")
+    draws = (generator or _random.default_generator()).random(x.shape) < probs
+    return Tensor(backend.to_device(draws.astype(x.dtype), x.device))
+
+
 def eye(n: int, m: int | None = None, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
     """The n×m identity (m = n by default), in the default float dtype unless given."""
     xp = backend.get_xp(device)
@@ -223,10 +279,20 @@ def _one_dtype(tensors: list) -> list:
 _SCALARS = (int, float, bool, np.number, np.bool_)
 
 
-def where(condition, input, other) -> Tensor:
-    """Elements of `input` where `condition` (bool) is True, else of `other`, in torch's result dtype (the
+_NOT_GIVEN = object()
+
+
+def where(condition, input=_NOT_GIVEN, other=_NOT_GIVEN) -> Tensor:
+    """`where(condition)` alone: the indices of its nonzero elements, one int64 tensor per dim (as
+    `nonzero(condition, as_tuple=True)`, as torch).
+
+    Elements of `input` where `condition` (bool) is True, else of `other`, in torch's result dtype (the
     promotion of `Tensor._promoted`: two numbers give bool, int64 or the default float dtype; a number
     beside a tensor takes its dtype unless of a higher kind; between tensors the higher kind wins)."""
+    if input is _NOT_GIVEN and other is _NOT_GIVEN:
+        return (condition if isinstance(condition, Tensor) else Tensor(condition)).nonzero(as_tuple=True)
+    if input is _NOT_GIVEN or other is _NOT_GIVEN:
+        raise TypeError("where() takes a condition alone, or a condition, input and other")
     cond = _arr(condition)
     if not hasattr(cond, "dtype"):
         cond = np.asarray(cond)

@@ -15,6 +15,7 @@ masks bitwise; drawing every bit from the generator itself, as before, cost
 """
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -58,6 +59,55 @@ def get_state() -> dict:
 
 def set_state(state: dict) -> None:
     _generator.bit_generator.state = state
+
+
+_TORCH_INITIAL_SEED = 67280421310721  # torch.Generator()'s seed before manual_seed
+
+
+class Generator(np.random.Generator):
+    """torch.Generator: a stream of its own, apart from seqlab's default one.
+
+        g = seqlab.Generator().manual_seed(1)
+        seqlab.randn(3, generator=g)          # the default stream is not advanced
+
+    It *is* a NumPy Generator (PCG64, seeded as `np.random.default_rng(seed)`), so every `generator=` that
+    takes NumPy's takes it: seqlab.rand/randn/randint/normal/multinomial, init, dropout, the `*_` fills.
+    `get_state()` gives the bit generator's state (a dict, not torch's ByteTensor); `set_state` takes it.
+    `device` is recorded only: draws are made on the host (GPU tensors get them copied).
+    """
+
+    def __init__(self, device="cpu"):
+        from seqlab.devices import device as _device
+
+        super().__init__(np.random.PCG64(_TORCH_INITIAL_SEED))
+        self._initial_seed = _TORCH_INITIAL_SEED
+        self.device = _device(device)
+
+    def manual_seed(self, seed: int) -> "Generator":
+        """Restart this stream from `seed`; returns the generator (as torch's)."""
+        self.bit_generator.state = np.random.PCG64(check_seed(seed)).state
+        self._initial_seed = int(seed)
+        return self
+
+    def seed(self) -> int:
+        """Reseed from the OS's entropy and return the new seed."""
+        seed = int(np.random.SeedSequence().entropy % 2**64)
+        self.manual_seed(seed)
+        return seed
+
+    def initial_seed(self) -> int:
+        """The seed of the last manual_seed or seed (torch's default, 67280421310721, before either)."""
+        return self._initial_seed
+
+    def get_state(self) -> dict:
+        return copy.deepcopy(self.bit_generator.state)
+
+    def set_state(self, new_state: dict) -> "Generator":
+        self.bit_generator.state = new_state
+        return self
+
+    def __repr__(self) -> str:
+        return f"<seqlab.Generator object at {hex(id(self))}>"
 
 
 def uniform_like(xp, shape, dtype, generator=None):

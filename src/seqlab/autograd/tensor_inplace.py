@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from seqlab import backend
+from seqlab import random as _random
 from seqlab.autograd import versions as _versions
 from seqlab.autograd.function import is_grad_enabled, no_grad
 
@@ -56,6 +57,68 @@ class InPlaceMethods:
         self.data[...] = src
         _versions.bump(self.data)
         return self
+
+    # In-place random fills (torch's init idioms: `w.normal_(0, 0.02)`, `b.uniform_(-k, k)`), drawn from
+    # seqlab's generator (`seqlab.manual_seed`) or `generator`, cast to the tensor's dtype; outside the graph,
+    # refused for a tensor that requires grad while gradients are recorded, as fill_.
+    def _fill_random_(self, name: str, draw, generator, floats_only: bool = True) -> "Tensor":
+        self._in_place(name)
+        if floats_only and self.dtype.kind != "f":
+            raise TypeError(f"{name} needs a floating-point tensor, got dtype {self.dtype} (as torch)")
+        values = draw(generator or _random.default_generator(), self.shape)
+        self.data[...] = backend.to_device(values.astype(self.dtype, copy=False), self.device)
+        _versions.bump(self.data)
+        return self
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator=None) -> "Tensor":
+        """In place: draws from N(mean, std²)."""
+        if std < 0:
+            raise ValueError(f"normal_ expects std >= 0.0, but found std {std}")
+        return self._fill_random_("normal_", lambda g, shape: g.normal(mean, std, shape), generator)
+
+    def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator=None) -> "Tensor":
+        """In place: draws from U[a, b) (torch's `uniform_(from, to)`)."""
+        if a > b:
+            raise ValueError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
+        return self._fill_random_("uniform_", lambda g, shape: a + (b - a) * g.random(shape), generator)
+
+    def exponential_(self, lambd: float = 1.0, *, generator=None) -> "Tensor":
+        """In place: draws from the exponential distribution of rate `lambd` (mean 1 / lambd)."""
+        if not lambd > 0:
+            raise ValueError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+        return self._fill_random_("exponential_", lambda g, shape: g.exponential(1.0 / lambd, shape), generator)
+
+    def bernoulli_(self, p=0.5, *, generator=None) -> "Tensor":
+        """In place: 1 with probability `p` (a number, or a tensor that broadcasts to this one), else 0; any
+        dtype (bool: True/False)."""
+        probs = backend.to_numpy(_arr(p)) if hasattr(p, "shape") else p
+        if np.any(np.asarray(probs) < 0) or np.any(np.asarray(probs) > 1):
+            raise ValueError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        return self._fill_random_("bernoulli_", lambda g, shape: g.random(shape) < probs, generator,
+                                  floats_only=False)
+
+    def random_(self, *bounds, to: int | None = None, generator=None) -> "Tensor":
+        """In place: integers uniform in [from, to): `random_(to)`, `random_(from, to)` or `random_()`, which
+        draws from [0, 2**mantissa bits] for a float dtype (every integer it holds exactly) and
+        [0, max] of an integer dtype, as torch."""
+        if len(bounds) > 2 or (to is not None and len(bounds) > 1):
+            raise TypeError("random_() takes (), (to) or (from, to)")
+        if len(bounds) == 2:
+            low, high = bounds
+        elif len(bounds) == 1:
+            low, high = (0, bounds[0]) if to is None else (bounds[0], to)
+        else:
+            low, high = 0, to
+        if high is not None and low >= high:
+            raise ValueError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+        kind = self.dtype.kind
+        top = (1 if kind == "b" else int(np.iinfo(self.dtype).max) if kind in "iu"
+               else 2 ** (np.finfo(self.dtype).nmant + 1))  # the largest value random_() may draw
+        if kind in "iu" and (low < np.iinfo(self.dtype).min or (high is not None and high - 1 > top)):
+            raise ValueError(f"random_: [{low}, {high}) is out of bounds for {self.dtype}")
+        return self._fill_random_(
+            "random_", lambda g, shape: g.integers(low, top if high is None else high - 1, shape, dtype=np.int64,
+                                                   endpoint=True), generator, floats_only=False)
 
     # Assignment into a tensor: `t[1] = 2.5`, `t[mask] = 0`, `t[:, 0] = other`, `t.masked_fill_(mask, v)`. The
     # value is cast to the tensor's dtype (as torch). torch records these in the graph; seqlab does not, so
