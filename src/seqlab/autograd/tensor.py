@@ -162,10 +162,11 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
         return id(self)
 
     def __format__(self, spec: str) -> str:
-        """f"{t}" is str(t); a number format (f"{loss:.4f}") formats a one-element tensor's value. (torch
-        formats only 0-d tensors so; a one-element tensor with dims is accepted here too.)"""
+        """f"{t}" of a 0-d tensor is its value's (as torch: '1.2345000505447388' for float32 1.2345), of others
+        str(t); a number format (f"{loss:.4f}") formats a one-element tensor's value. (torch formats only 0-d
+        tensors so; a one-element tensor with dims is accepted here too.)"""
         if not spec:
-            return str(self)
+            return str(self.item()) if self.data.ndim == 0 else str(self)
         if self.data.size != 1:
             raise TypeError(f"unsupported format string {spec!r} for a tensor of shape {self.shape}: only a "
                             f"one-element tensor takes a number format; format t.tolist() or an element")

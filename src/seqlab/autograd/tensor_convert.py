@@ -141,11 +141,13 @@ class ConversionMethods:
 
     def type(self, dtype=None):
         """No argument: the type's name as torch's ('seqlab.FloatTensor', 'seqlab.cuda.LongTensor'). With a
-        dtype, a dtype name ('float64') or a type name ('torch.LongTensor'): this tensor in that dtype (itself
-        when it has it already)."""
+        dtype, a dtype name ('float64'), a type name ('torch.LongTensor') or a type (seqlab.LongTensor, torch's
+        too): this tensor in that dtype (itself when it has it already)."""
         if dtype is None:
             name = _TYPE_NAMES.get(self.dtype, f"{self.dtype}Tensor")
             return f"seqlab.cuda.{name}" if self.device == "cuda" else f"seqlab.{name}"
+        if isinstance(dtype, type) and dtype.__name__ in _TYPE_NAMES.values():
+            dtype = dtype.__name__  # seqlab.LongTensor or torch.LongTensor: by its name
         if isinstance(dtype, str):
             short_name = dtype.rsplit(".", 1)[-1]
             by_name = {v: k for k, v in _TYPE_NAMES.items()}

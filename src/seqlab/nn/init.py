@@ -20,10 +20,15 @@ def _gen(generator):
 
 
 def fan_in_and_fan_out(t: Tensor) -> tuple[int, int]:
+    """(fan_in, fan_out) of a weight of shape (out, in, *kernel): in · k and out · k, k the kernel's size."""
     if t.ndim < 2:
-        raise ValueError(f"fan in/out need a tensor with at least 2 dims, got shape {t.shape}")
+        raise ValueError(f"Fan in and fan out can not be computed for tensor with fewer than 2 dimensions "
+                         f"(got shape {t.shape})")
     receptive = int(np.prod(t.shape[2:])) if t.ndim > 2 else 1
     return t.shape[1] * receptive, t.shape[0] * receptive
+
+
+_calculate_fan_in_and_fan_out = fan_in_and_fan_out  # torch's private name, which init code calls
 
 
 def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
