@@ -4,13 +4,16 @@
     from seqlab import nn, functional as F
     x = seqlab.randn(2, 3, requires_grad=True)
 """
+import math as _math
+
 from seqlab import backend, runtime
 from seqlab.autograd import (Function, Tensor, enable_grad, inference_mode, is_grad_enabled, no_grad,
                              set_grad_enabled)
-from seqlab.creation import (abs, arange, argmax, argmin, argsort, bmm, cat, clamp, clip, cos, cumsum, empty,
-                             exp, eye, flatten, from_numpy, full, full_like, is_tensor, log, log_softmax,
-                             matmul, max, maximum, mean, min, minimum, mm, multinomial, normal, numel, ones,
-                             ones_like, permute, pow, prod, rand, randint, randn, relu, repeat_interleave,
+from seqlab.creation import (abs, arange, argmax, argmin, argsort, bernoulli, bmm, cat, clamp, clip, cos, cumsum,
+                             empty, empty_like, exp, eye, flatten, from_numpy, full, full_like, is_tensor, log,
+                             log_softmax, matmul, max, maximum, mean, min, minimum, mm, multinomial, normal, numel,
+                             ones, ones_like, permute, pow, prod, rand, rand_like, randint, randint_like, randn,
+                             randn_like, randperm, relu, repeat_interleave,
                              reshape, sigmoid, sin, softmax, sort, sqrt, squeeze, stack, sum, tanh, tensor,
                              topk, transpose, tril, triu, unsqueeze, where, zeros, zeros_like)
 from seqlab.autograd.ops.einsum import einsum
@@ -33,7 +36,10 @@ from seqlab.autograd.tensor_math import (absolute, acos, allclose, arccos, arcsi
                                          log10, log1p, log2, logical_and, logical_not, logical_or, logical_xor, logit,
                                          lt, nan_to_num, ne, negative, not_equal, remainder, round, sgn, sign,
                                          signbit, sinh, square, true_divide, trunc, xlogy)
-from seqlab.random import manual_seed
+from seqlab.random import Generator, manual_seed
+from seqlab.typeinfo import TENSOR_TYPES as _TENSOR_TYPES
+from seqlab.typeinfo import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor,
+                             LongTensor, ShortTensor, Size, finfo, get_default_dtype, iinfo, set_default_dtype)
 from seqlab.devices import device
 from seqlab.runtime import (backends, compile, get_float32_matmul_precision, get_num_threads,
                             set_float32_matmul_precision, set_num_threads)
@@ -60,6 +66,9 @@ int64 = long = backend.np.int64
 bool = backend.np.bool_  # noqa: A001
 bfloat16 = runtime.MissingDtype("bfloat16")  # named (dtype tables in scripts load); using it says why not
 
+# torch's constants: torch.inf, torch.pi, x[:, seqlab.newaxis]
+inf, nan, pi, e, newaxis = _math.inf, _math.nan, _math.pi, _math.e, None  # Python floats, as torch's
+
 __all__ = [
     "Tensor", "Function", "no_grad", "enable_grad", "is_grad_enabled", "set_grad_enabled", "inference_mode",
     "manual_seed",
@@ -74,6 +83,9 @@ __all__ = [
     "device", "cuda", "amp", "autocast", "backends", "compile", "set_num_threads", "get_num_threads",
     "set_float32_matmul_precision", "get_float32_matmul_precision", "save", "load",
     "celu", "pairwise_distance", "prelu", "rrelu", "selu",
+    "inf", "nan", "pi", "e", "newaxis", "finfo", "iinfo", "Size", "set_default_dtype", "get_default_dtype",
+    "Generator", "empty_like", "rand_like", "randn_like", "randint_like", "randperm", "bernoulli",
+    *_TENSOR_TYPES,
 ]
 # torch's top-level math, selection and linear algebra (round stays out of __all__: it shadows the builtin)
 __all__ += [n for n in _MATH_TOPLEVEL + _INDEXING_TOPLEVEL if n != "round" and n not in __all__]
