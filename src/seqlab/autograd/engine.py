@@ -16,6 +16,11 @@ A buffer the engine allocated itself ("owned") is added to in place; an
 array that came from an op's backward may be shared (Add hands the same
 array to both inputs), so it is copied before the first in-place add.
 
+`run_graph` is the general pass behind `autograd.grad`, `backward(inputs=...)` and detect_anomaly:
+several roots, gradients captured for chosen tensors instead of accumulated into leaves, a NaN check
+after each op. `run_backward`, the plain backward of every training step, keeps its own loop, so
+none of that costs it anything per node.
+
 The first backward of a process also asks malloc to keep freed memory for
 the next step instead of returning it to the OS (see `memory.py`).
 """
@@ -42,16 +47,19 @@ class _Freed:
 FREED = _Freed()
 _SECOND_TIME = ("trying to backward through a graph a second time: backward() freed it; "
                 "pass retain_graph=True to the first call, or detach() the tensor you reuse")
+NO_DOUBLE_BACKWARD = ("create_graph=True is not supported: seqlab has no double backward (an op's backward "
+                      "works on arrays and records no graph of its own)")
+_check_nan = False  # set by anomaly.set_detect_anomaly: every op's gradients are checked for NaN (run_graph)
 
 
 def _is_freed(node) -> bool:
     return node is FREED or getattr(node, "_freed", False)
 
 
-def topological_order(root) -> list:
-    """Graph nodes reachable from `root` (a Function or a leaf tensor) that need gradients, inputs first."""
+def topological_order(*roots) -> list:
+    """Graph nodes reachable from the roots (Functions or leaf tensors) that need gradients, inputs first."""
     order, visited = [], set()
-    stack = [(root, False)]
+    stack = [(root, False) for root in reversed(roots)]
     while stack:
         node, expanded = stack.pop()
         if expanded:
@@ -151,7 +159,15 @@ def _accumulate(grads: dict, owned: set, key: int, pg, dtype, exclusive: bool = 
         owned.add(key)
 
 
-def run_backward(root, grad, retain_graph: bool = False) -> None:
+def run_backward(root, grad, retain_graph: bool = False, inputs=None) -> None:
+    """Tensor.backward: accumulate into every leaf's .grad, or with `inputs` only into theirs (as torch).
+
+    The loop below is the hot path (every training step); what it lacks (several roots, gradients
+    captured for chosen tensors, the anomaly check) is in `run_graph`, so it pays nothing per node for them.
+    """
+    if inputs is not None or _check_nan:
+        _backward_general(root, grad, retain_graph, inputs)
+        return
     retain_freed_memory_once()
     start = root if root._ctx is None else root._ctx
     order = topological_order(start)
@@ -216,3 +232,122 @@ def run_backward(root, grad, retain_graph: bool = False) -> None:
         parent_grads = pg = g = None  # hold no gradient past its use
         if not retain_graph:
             _release(fn)
+
+
+def _into_grad(t, g, is_owned: bool) -> None:
+    """t.grad += g, as run_backward fills a leaf's .grad (a C-order copy unless the engine owns `g`)."""
+    if t.grad is None:
+        t.grad = g if is_owned and (g.flags.c_contiguous or not t.data.flags.c_contiguous) else g.copy()
+    else:
+        t.grad = t.grad + g
+
+
+def _raise_on_nan(fn, parent_grads) -> None:
+    """detect_anomaly's check of what one op's backward returned (torch's words, seqlab's op name)."""
+    for i, pg in enumerate(parent_grads):
+        arr = pg.values if isinstance(pg, IndexGrad) else pg
+        if arr is not None and bool(np.isnan(arr).any()):
+            raise RuntimeError(f"Function '{type(fn).__name__}' returned nan values in its {i}th output.")
+
+
+def _backward_general(root, grad, retain_graph: bool, inputs) -> None:
+    """run_backward through run_graph: with `inputs`, only those tensors' .grad gets the gradient (a
+    non-leaf's too, as torch); without, every leaf's (the anomaly check is on)."""
+    if inputs is None:
+        run_graph([root], [grad], retain_graph)
+        return
+    unique = list({id(t): t for t in inputs}.values())  # one tensor named twice gets its gradient once
+    for t, g in zip(unique, run_graph([root], [grad], retain_graph, unique)):
+        if g is not None and not (t._ctx is not None and t._retains_grad):  # retain_grad stored that one
+            _into_grad(t, g, True)
+
+
+def run_graph(roots: list, root_grads: list, retain_graph: bool = False, targets: list | None = None):
+    """The general backward pass: several roots (tensors) with their gradients (arrays), the anomaly
+    check, and `targets` (tensors, leaves or not): with them, their gradients are returned, one array per
+    target (None: not reached), and no .grad of a leaf is touched.
+
+    With targets, as torch's engine, only the ops on a path from a root to a target run, and only those
+    are freed; hooks (and retain_grad) run on those paths only, a target's own hooks before its
+    gradient is captured. A target's op runs only if a further target lies behind it.
+    """
+    retain_freed_memory_once()
+    starts = [r if r._ctx is None else r._ctx for r in roots]
+    order = topological_order(*starts)
+    grads: dict = {}
+    owned: set[int] = set()
+    for start, root, g in zip(starts, roots, root_grads):
+        _accumulate(grads, owned, id(start), g, root.data.dtype)
+    keys = wanted = runs = needed = None
+    if targets is not None:
+        keys = [id(t if t._ctx is None else t._ctx) for t in targets]  # a leaf stands for itself, else its op
+        wanted, runs = set(keys), set()
+        needed = set(wanted)  # the targets and every op with one behind it
+        for node in order:  # inputs first: a node's parents are settled before the node
+            if isinstance(node, Function) and any(needs and id(p) in needed
+                                                   for p, needs in zip(node.parents, node.needs_input_grad)):
+                runs.add(id(node))
+                needed.add(id(node))
+        order = [node for node in order if id(node) in needed]  # the rest neither runs nor is freed
+    captured: dict = {}
+    check_nan = _check_nan
+    for node in reversed(order):
+        key = id(node)
+        g = grads.pop(key, None)
+        is_owned = key in owned
+        owned.discard(key)
+        if not isinstance(node, Function):  # a leaf tensor
+            if g is None:
+                continue
+            hooks = getattr(node, "_hooks", None)
+            if hooks:
+                g, is_owned = _run_hooks(hooks, g), False
+            if targets is None:
+                _into_grad(node, g, is_owned)
+            else:
+                captured[key] = g if is_owned else g.copy()
+            continue
+        fn = node
+        runs_fn = runs is None or key in runs
+        if g is None:
+            if runs_fn and not retain_graph:
+                _release(fn)
+            continue
+        hooks = fn.__dict__.get("_hooks")
+        if hooks:
+            g = _run_hooks(hooks, g)
+        made = fn.out_ref() if fn.out_ref is not None else None
+        if made is not None and made._retains_grad:
+            made.grad = g.copy() if made.grad is None else made.grad + g
+        del made
+        if wanted is not None and key in wanted:
+            captured[key] = g if is_owned and not hooks and not runs_fn else g.copy()
+        if not runs_fn:
+            continue
+        if _versions._clock:
+            _versions.check(fn)
+        parent_grads = fn.backward(g)
+        if not isinstance(parent_grads, tuple):
+            parent_grads = (parent_grads,)
+        if check_nan:
+            _raise_on_nan(fn, parent_grads)
+        handed = [id(pg) for pg in parent_grads if pg is not None]
+        for parent, needs, pg in zip(fn.parents, fn.needs_input_grad, parent_grads):
+            if not needs or pg is None or (needed is not None and id(parent) not in needed):
+                continue
+            if isinstance(parent, Function):
+                shape, dtype = parent.out_shape, parent.out_dtype
+            else:
+                shape, dtype = parent.data.shape, parent.data.dtype
+            exclusive = False
+            if not isinstance(pg, IndexGrad):  # as in run_backward
+                exclusive = (not retain_graph and pg is not g and handed.count(id(pg)) == 1
+                             and _fresh(pg))
+                out = unbroadcast(pg, shape)
+                exclusive = exclusive if out is pg else _fresh(out)
+                pg = out
+            _accumulate(grads, owned, id(parent), pg, dtype, exclusive)
+        parent_grads = pg = g = None
+        if not retain_graph:
+            _release(fn)
+    return None if keys is None else [captured.get(key) for key in keys]

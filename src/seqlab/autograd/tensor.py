@@ -180,12 +180,23 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
         return round(self.item(), ndigits)
 
     # ---- autograd ---------------------------------------------------------
-    def backward(self, gradient: Any = None, retain_graph: bool = False) -> None:
-        """Accumulate d(self)/d(leaf) into every leaf's `.grad`.
+    def backward(self, gradient: Any = None, retain_graph: bool | None = None, create_graph: bool = False,
+                 inputs=None) -> None:
+        """Accumulate d(self)/d(leaf) into every leaf's `.grad`, or with `inputs` (a tensor or a sequence)
+        only into those tensors' `.grad` (a non-leaf's too), as torch.
 
         `gradient` is required for non-scalar tensors (as torch). The graph
-        is freed afterwards unless `retain_graph`.
+        is freed afterwards unless `retain_graph`. `create_graph=True` is refused
+        (NotImplementedError): seqlab has no double backward.
         """
+        if create_graph:
+            raise NotImplementedError(engine.NO_DOUBLE_BACKWARD)
+        if inputs is not None:
+            inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+            if not inputs:
+                raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+            if not all(t.requires_grad for t in inputs):
+                raise RuntimeError("one of the tensors in `inputs` does not require grad")
         if not self.requires_grad:
             raise RuntimeError("backward() on a tensor that does not require grad "
                                "(no input had requires_grad=True, or it was computed under no_grad)")
@@ -198,7 +209,7 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
             grad = xp.asarray(_arr(gradient), dtype=self.dtype)
             if grad.shape != self.shape:
                 raise ValueError(f"gradient has shape {grad.shape} but the tensor has shape {self.shape}")
-        engine.run_backward(self, grad, retain_graph=retain_graph)
+        engine.run_backward(self, grad, retain_graph=bool(retain_graph), inputs=inputs)
 
     def retain_grad(self) -> None:
         self._retains_grad = True
