@@ -9,13 +9,14 @@ import math as _math
 from seqlab import backend, runtime
 from seqlab.autograd import (Function, Tensor, enable_grad, inference_mode, is_grad_enabled, no_grad,
                              set_grad_enabled)
-from seqlab.creation import (abs, arange, argmax, argmin, argsort, bernoulli, bmm, cat, clamp, clip, cos, cumsum,
-                             empty, empty_like, exp, eye, flatten, from_numpy, full, full_like, is_tensor, log,
-                             log_softmax, matmul, max, maximum, mean, min, minimum, mm, multinomial, normal, numel,
-                             ones, ones_like, permute, pow, prod, rand, rand_like, randint, randint_like, randn,
-                             randn_like, randperm, relu, repeat_interleave,
-                             reshape, sigmoid, sin, softmax, sort, sqrt, squeeze, stack, sum, tanh, tensor,
-                             topk, transpose, tril, triu, unsqueeze, where, zeros, zeros_like)
+from seqlab.creation import (abs, arange, argmax, argmin, argsort, bmm, cat, clamp, clip, cos, cumsum, empty,
+                             empty_like, exp, eye, flatten, from_numpy, full, full_like, is_tensor, log,
+                             log_softmax, matmul, max, maximum, mean, min, minimum, mm, numel, ones, ones_like,
+                             permute, pow, prod, relu, repeat_interleave, reshape, sigmoid, sin, softmax, sort,
+                             sqrt, squeeze, stack, sum, tanh, tensor, topk, transpose, tril, triu, unsqueeze,
+                             where, zeros, zeros_like)
+from seqlab.sampling import (bernoulli, multinomial, normal, rand, rand_like, randint, randint_like, randn,
+                             randn_like, randperm)
 from seqlab.autograd.ops.einsum import einsum
 from seqlab.autograd.tensor_indexing import TOPLEVEL as _INDEXING_TOPLEVEL
 from seqlab.autograd.tensor_indexing import (addmm, addmv, amax, amin, aminmax, argwhere, baddbmm, bincount,
