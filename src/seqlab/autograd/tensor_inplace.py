@@ -11,6 +11,7 @@ once it has defined them (it imports this module first, for Tensor's bases, so t
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -142,13 +143,47 @@ class InPlaceMethods:
             return value
         return backend.to_device(value if hasattr(value, "shape") else np.asarray(value), self.device)
 
+    def _records_assignment(self, name: str, value) -> bool:
+        """Whether an assignment into this tensor is recorded in the graph (see `_become`): under grad mode,
+        into a tensor that is part of a graph, or of a value that requires grad. Into a leaf that requires
+        grad it is an error, as torch's."""
+        if not is_grad_enabled():
+            return False
+        value_grad = isinstance(value, Tensor) and value.requires_grad
+        if self.requires_grad and self._ctx is None:
+            raise RuntimeError(f"{name}: a leaf tensor that requires grad cannot be changed in place (as torch); "
+                               f"assign under seqlab.no_grad() (e.g. to set parameters), or change a clone()")
+        return self.requires_grad or value_grad
+
+    def _become(self, new) -> None:
+        """Record an assignment as torch does for its users: this tensor becomes `new`, the op that wrote a
+        copy of it, so later ops see the written values and backward sends the gradient through the
+        write (to the value, and to the old tensor at the places left unwritten).
+
+        The write goes to a copy: tensors that shared this one's memory before it (taken with view,
+        reshape or slicing) keep the old values, where torch's views would see the new ones."""
+        old = self._ctx
+        if hasattr(old, "out_ref"):  # an op (not None, nor a freed graph's marker)
+            old.out_ref = None  # the old op's output is no longer this tensor (as detach_)
+        new._ctx.out_ref = weakref.ref(self)
+        self.data, self._ctx, self.requires_grad = new.data, new._ctx, True
+
     def __setitem__(self, index, value) -> None:
+        if self._records_assignment("t[index] = value", value):
+            from seqlab.autograd.ops.scatter import IndexPut
+
+            v = value if isinstance(value, Tensor) else self._value_array(value)
+            self._become(IndexPut.apply(self, v, index=_index_arrays(index, self.device)))
+            return
         self._check_assign("t[index] = value", value)
         self.data[_index_arrays(index, self.device)] = self._value_array(value)
         _versions.bump(self.data)
 
     def masked_fill_(self, mask, value) -> "Tensor":
         """In place: `value` where `mask` (bool, broadcastable to the tensor's shape) is True."""
+        if self._records_assignment("masked_fill_", value):
+            self._become(self.masked_fill(mask, value))
+            return self
         self._check_assign("masked_fill_", value)
         m = self._bool_mask("masked_fill_", mask)
         if not backend.broadcasts_to(tuple(m.shape), self.shape):
