@@ -16,15 +16,14 @@ that name in the message, so a broken export reads as such.
 """
 from __future__ import annotations
 
-import io
 import re
 import signal
 import time
-import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from doc_code import code_only
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 FILES = ("chapter7.md", "chapter7.zh.md")
@@ -108,13 +107,6 @@ def test_section_snippets_run(section: Section, tmp_path, monkeypatch):
         signal.signal(signal.SIGALRM, old)
 
 
-def _code_only(code: str) -> list[str]:
-    """The block without comments or blank lines, each line right-stripped."""
-    toks = [t for t in tokenize.generate_tokens(io.StringIO(code).readline) if t.type != tokenize.COMMENT]
-    src = tokenize.untokenize(toks)
-    return [ln.rstrip() for ln in src.splitlines() if ln.strip()]
-
-
 def test_both_maps_hold_the_same_sections_and_code():
     en, zh = parse(FILES[0]), parse(FILES[1])
 
@@ -125,7 +117,7 @@ def test_both_maps_hold_the_same_sections_and_code():
     for a, b in zip(en, zh):
         assert len(a.blocks) == len(b.blocks), f"section {a.id}: {len(a.blocks)} python blocks vs {len(b.blocks)}"
         for (la, ca), (lb, cb) in zip(a.blocks, b.blocks):
-            assert _code_only(ca) == _code_only(cb), \
+            assert code_only(ca) == code_only(cb), \
                 f"section {a.id}: {FILES[0]}:{la} and {FILES[1]}:{lb} differ beyond comments"
 
 

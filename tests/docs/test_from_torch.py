@@ -1,12 +1,11 @@
 """docs/from-torch.md and its Chinese twin: every ```python block runs, both pages carry the same code (only the
 comments, which the Chinese page translates, and blank lines may differ), and the first block (a nanoGPT-style
 script top) is torch code: with the imports switched, torch itself runs it."""
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import pytest
+from doc_code import code_only
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
@@ -16,18 +15,7 @@ def blocks(name: str) -> list[str]:
     return FENCE.findall((DOCS / name).read_text(encoding="utf-8"))
 
 
-def _chapter_maps():
-    """tests/docs/test_chapter_maps.py as a module (pytest's importlib mode puts no test folder on sys.path)."""
-    name = "_seqlab_docs_test_chapter_maps"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("test_chapter_maps.py"))
-        sys.modules[name] = module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 def test_both_pages_carry_the_same_code():
-    code_only = _chapter_maps()._code_only  # the chapter maps' rule: a block without comments or blank lines
     en, zh = blocks("from-torch.md"), blocks("from-torch.zh.md")
     assert len(en) >= 2 and len(en) == len(zh)
     assert [code_only(b) for b in en] == [code_only(b) for b in zh], "the pages' code differs beyond comments"
