@@ -473,3 +473,25 @@ def test_version_line_names_cupy_and_its_gpus(stand_in, cli, monkeypatch):
     assert cli("--version")[1].strip().endswith("; device cuda: CuPy 0.0-fake, no GPU it can use)")
     monkeypatch.setattr(backend, "_cupy", None)  # no CuPy: the line says nothing of a GPU
     assert "cuda" not in cli("--version")[1]
+
+
+def test_assignment_in_the_graph_autograd_grad_and_anomaly_on_the_device(cuda):
+    """This session's autograd additions on device arrays: an in-graph `t[mask] = v`, `masked_fill_`,
+    `autograd.grad` and detect_anomaly's NaN check, against the same on NumPy."""
+    x_np = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
+    results = []
+    for device in ("cpu", "cuda"):
+        x = seqlab.tensor(x_np, requires_grad=True).to(device)
+        w = seqlab.tensor(np.float32(3.0), requires_grad=True).to(device)
+        y = x * 2
+        y[y > 1] = w  # a device mask, a value that requires grad
+        y.masked_fill_(y < -1, 0.5)
+        loss = (y * y).sum()
+        gx, gw = seqlab.autograd.grad(loss, [x, w])
+        assert x.grad is None and w.grad is None
+        results.append((host(loss), host(gx), host(gw)))
+        with seqlab.autograd.detect_anomaly(), np.errstate(divide="ignore", invalid="ignore"):
+            with pytest.raises(RuntimeError, match="returned nan values"):
+                (x * 0).sqrt().sum().backward()  # sqrt's gradient at 0 is inf; times 0: nan
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
