@@ -490,7 +490,8 @@ def test_assignment_in_the_graph_autograd_grad_and_anomaly_on_the_device(cuda):
         gx, gw = seqlab.autograd.grad(loss, [x, w])
         assert x.grad is None and w.grad is None
         results.append((host(loss), host(gx), host(gw)))
-        with seqlab.autograd.detect_anomaly(), np.errstate(divide="ignore", invalid="ignore"):
+        with pytest.warns(UserWarning, match="Anomaly Detection has been enabled"), \
+                seqlab.autograd.detect_anomaly(), np.errstate(divide="ignore", invalid="ignore"):
             with pytest.raises(RuntimeError, match="returned nan values"):
                 (x * 0).sqrt().sum().backward()  # sqrt's gradient at 0 is inf; times 0: nan
     for a, b in zip(*results):
