@@ -122,9 +122,10 @@ class InPlaceMethods:
                                                    endpoint=True), generator, floats_only=False)
 
     # Assignment into a tensor: `t[1] = 2.5`, `t[mask] = 0`, `t[:, 0] = other`, `t.masked_fill_(mask, v)`. The
-    # value is cast to the tensor's dtype (as torch). torch records these in the graph; seqlab does not, so
-    # while gradients are recorded it refuses a tensor that requires grad (a leaf or one in a graph) and a
-    # value that requires grad, rather than drop a gradient. A backward that saved the array raises (versions).
+    # value is cast to the tensor's dtype (as torch). Under grad mode, `t[i] = v` and masked_fill_ into a tensor
+    # of a graph (or of a value that requires grad) are recorded (`_become`); the other assignments
+    # (masked_scatter_, index_put_, ...) refuse there, rather than drop a gradient (`_check_assign`). Outside
+    # the graph the write is in place, and a backward that saved the array raises (versions).
     def _check_assign(self, name: str, value) -> None:
         if is_grad_enabled() and (self.requires_grad or (isinstance(value, Tensor) and value.requires_grad)):
             what = ("the value requires grad" if not self.requires_grad else
