@@ -260,6 +260,36 @@ class PreTrainedModel:
         """The parameters' float dtype (float32 unless loaded or moved otherwise)."""
         return next(self.parameters()).dtype
 
+    # ---- gradient checkpointing, as transformers' ----------------------------------
+    supports_gradient_checkpointing: ClassVar[bool] = True
+
+    def _layer_stacks(self) -> list:
+        """The modules whose layers can run under checkpoints (those with a `gradient_checkpointing` flag)."""
+        return [m for m in self.modules() if hasattr(type(m), "gradient_checkpointing")]
+
+    def gradient_checkpointing_enable(self, gradient_checkpointing_kwargs: dict | None = None) -> None:
+        """Run every layer under `seqlab.utils.checkpoint.checkpoint` in training: its activations are not
+        kept for backward but recomputed there, so a step holds about one layer's activations instead
+        of all of them, for about one more forward pass of time. `gradient_checkpointing_kwargs` go to
+        `checkpoint` (``preserve_rng_state``, ``use_reentrant``). Layers run with a KV cache, or asked for
+        their attention weights, run as usual."""
+        options = dict(gradient_checkpointing_kwargs or {})
+        unknown = set(options) - {"use_reentrant", "preserve_rng_state"}
+        if unknown:
+            raise TypeError(f"gradient_checkpointing_kwargs: unknown option(s) {sorted(unknown)}; "
+                            "checkpoint takes use_reentrant and preserve_rng_state")
+        for stack in self._layer_stacks():
+            stack.gradient_checkpointing, stack.checkpoint_options = True, options
+
+    def gradient_checkpointing_disable(self) -> None:
+        """Keep every layer's activations again (the default)."""
+        for stack in self._layer_stacks():
+            stack.gradient_checkpointing = False
+
+    @property
+    def is_gradient_checkpointing(self) -> bool:
+        return any(stack.gradient_checkpointing for stack in self._layer_stacks())
+
     def get_input_embeddings(self):
         """The token embedding (an `nn.Embedding` of vocab_size rows), as transformers' method returns it."""
         from seqlab import nn

@@ -1,4 +1,5 @@
-"""Helpers the pretrained-style models (BERT, GPT-2, T5) share: token-id checks and transformers' normal init."""
+"""Helpers the pretrained-style models (BERT, GPT-2, T5) share: token-id checks, transformers' normal init and
+gradient checkpointing of a stack of layers."""
 from __future__ import annotations
 
 from typing import Callable
@@ -6,7 +7,9 @@ from typing import Callable
 import numpy as np
 
 from seqlab import backend, nn
+from seqlab.autograd.function import is_grad_enabled
 from seqlab.autograd.tensor import Tensor
+from seqlab.utils.checkpoint import checkpoint
 
 
 def as_array(x):
@@ -90,3 +93,24 @@ def init_normal_(model: nn.Module, std: float, std_of: Callable[[str, float], fl
                 m.weight.data[m.padding_idx] = 0
         if isinstance(m, nn.Linear) and m.bias is not None:
             nn.init.zeros_(m.bias)
+
+
+def checkpointing(stack: nn.Module) -> dict | None:
+    """`seqlab.utils.checkpoint`'s options when the layer stack's gradient checkpointing is on
+    (`model.gradient_checkpointing_enable()`) and applies now: in training, while a graph is recorded.
+    None otherwise."""
+    if stack.gradient_checkpointing and stack.training and is_grad_enabled():
+        return stack.checkpoint_options
+    return None
+
+
+def call_layer(stack: nn.Module, layer: Callable, *args, keep_weights: bool = False):
+    """``layer(*args)`` -> (hidden, attention weights), under activation checkpointing where
+    `checkpointing(stack)` says so; there the weights are None unless `keep_weights` (they would be
+    copied out of the checkpoint for nothing)."""
+    options = checkpointing(stack)
+    if options is None:
+        return layer(*args)
+    if keep_weights:
+        return checkpoint(layer, *args, **options)
+    return checkpoint(lambda *a: layer(*a)[0], *args, **options), None

@@ -23,7 +23,7 @@ from seqlab.autograd.tensor import Tensor
 from seqlab.hub import keymap
 from seqlab.hub.config import HFConfig, activation
 from seqlab.hub.pretrained import PreTrainedModel
-from seqlab.models._common import ids_or_embeds, init_normal_, mask_values, position_values, token_ids
+from seqlab.models._common import call_layer, ids_or_embeds, init_normal_, mask_values, position_values, token_ids
 from seqlab.models.outputs import BaseModelOutput, MaskedLMOutput, SequenceClassifierOutput, classification_loss
 from seqlab.nn.linear import feed_forward_in
 
@@ -164,6 +164,9 @@ class BertLayer(nn.Module):
 
 
 class BertEncoder(nn.Module):
+    gradient_checkpointing = False  # model.gradient_checkpointing_enable() turns it on (see _common.call_layer)
+    checkpoint_options: dict = {}
+
     def __init__(self, c: BertConfig):
         super().__init__()
         self.layer = nn.ModuleList([BertLayer(c) for _ in range(c.num_hidden_layers)])
@@ -219,7 +222,7 @@ class BertModel(nn.Module, BertPreTrained):
             mask = backend.to_device(mask, h.device)  # once, not in every layer's attention
         attentions, hidden = [], [h]  # filled only if asked for: under no_grad they would keep every layer alive
         for layer in self.encoder.layer:
-            h, w = layer(h, mask)
+            h, w = call_layer(self.encoder, layer, h, mask, keep_weights=output_attentions)
             if output_attentions:
                 attentions.append(w)
             if output_hidden_states:

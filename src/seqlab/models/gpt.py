@@ -24,7 +24,7 @@ from seqlab.errors import ConfigError
 from seqlab.hub import keymap
 from seqlab.hub.config import HFConfig, activation
 from seqlab.hub.pretrained import PreTrainedModel
-from seqlab.models._common import ids_or_embeds, init_normal_, mask_values, position_values, token_ids
+from seqlab.models._common import call_layer, ids_or_embeds, init_normal_, mask_values, position_values, token_ids
 from seqlab.models.outputs import (CausalLMOutput, KVCache, SequenceClassifierOutput, check_cache,
                                    classification_loss)
 from seqlab.nn.linear import feed_forward_in
@@ -163,6 +163,9 @@ def causal_mask(attention_mask, t_new: int, t_past: int, xp=np, batch: int | Non
 class GPTModel(nn.Module):
     """The decoder stack (transformers' GPT2Model): ids (B, T) -> hidden states (B, T, C)."""
 
+    gradient_checkpointing = False  # model.gradient_checkpointing_enable() turns it on (see _common.call_layer)
+    checkpoint_options: dict = {}
+
     def __init__(self, c: GPTConfig):
         super().__init__()
         self.config = c
@@ -190,7 +193,10 @@ class GPTModel(nn.Module):
         for block in self.h:
             if output_hidden_states:
                 hidden.append(x)
-            x, w = block(x, mask, past_key_values)
+            if past_key_values is None:  # a cache is written once per call: never under a checkpoint
+                x, w = call_layer(self, block, x, mask, None, keep_weights=output_attentions)
+            else:
+                x, w = block(x, mask, past_key_values)
             if output_attentions:
                 attentions.append(w)
         x = self.ln_f(x)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 import numpy as np
 
@@ -29,7 +29,8 @@ from seqlab.errors import ConfigError
 from seqlab.hub import keymap
 from seqlab.hub.config import HFConfig, activation
 from seqlab.hub.pretrained import PreTrainedModel
-from seqlab.models._common import as_array, batch_ids, mask_values, token_ids
+from seqlab.models._common import as_array, batch_ids, checkpointing, mask_values, token_ids
+from seqlab.utils.checkpoint import checkpoint
 from seqlab.models.outputs import BaseModelOutput, EncoderDecoderCache, Seq2SeqLMOutput, check_cache
 
 
@@ -247,8 +248,22 @@ class T5Block(nn.Module):
         self.layer.append(T5LayerFF(c))
 
 
+def _block_run(blk: nn.Module, mask, cross_mask) -> Callable:
+    """One T5 block as a function of the tensors it needs (hidden, position bias, encoder output), for a
+    checkpoint: no cache, no attention weights. Returns (hidden, position bias)."""
+    def run(h: Tensor, position_bias: Tensor | None, encoder_hidden_states: Tensor | None):
+        h, position_bias, _ = blk.layer[0](h, mask, position_bias, None)
+        if blk.is_decoder:
+            h, _ = blk.layer[1](h, encoder_hidden_states, cross_mask, None)
+        return blk.layer[-1](h), position_bias
+    return run
+
+
 class T5Stack(nn.Module):
     """The encoder or the decoder: embeddings (shared), blocks, final RMS norm."""
+
+    gradient_checkpointing = False  # model.gradient_checkpointing_enable() turns it on (see _common.call_layer)
+    checkpoint_options: dict = {}
 
     def __init__(self, c: T5Config, embed_tokens: nn.Embedding, is_decoder: bool):
         super().__init__()
@@ -291,9 +306,14 @@ class T5Stack(nn.Module):
         h = self.dropout(self.embed_tokens(ids))                                              # (B, T, C)
         mask, cross_mask = (None if m is None else backend.to_device(m, h.device) for m in (mask, cross_mask))  # once
         position_bias, self_w, cross_w, hidden = None, [], [], []
+        options = checkpointing(self) if cache is None and not output_attentions else None
         for blk in self.block:
             if output_hidden_states:  # transformers': the embeddings, each block's output, the last normed
                 hidden.append(h)
+            if options is not None:  # the whole block under one checkpoint; the bias comes back out of it
+                h, position_bias = checkpoint(_block_run(blk, mask, cross_mask), h, position_bias,
+                                              encoder_hidden_states, **options)
+                continue
             h, position_bias, w = blk.layer[0](h, mask, position_bias,
                                                cache.self_attention if cache is not None else None)
             if output_attentions:

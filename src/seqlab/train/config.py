@@ -114,6 +114,7 @@ class TrainConfig:
     patience: int = 0                 # evaluations without improvement before stopping (0 = never)
     max_minutes: float = 0.0          # training time budget, summed over resumes (0 = none)
     ema_decay: float = 0.0            # evaluate an EMA of the weights, e.g. 0.999 (0 = off; see Trainer)
+    gradient_checkpointing: bool = False  # recompute each layer's activations in backward (GPT, BERT, T5)
 
     # Checked on every construction (defaults, --config, --set, --print-config): a task's Config declares
     # its own BOUNDS and CHOICES, which add to these.

@@ -53,7 +53,7 @@ import numpy as np
 import seqlab.random as srandom
 from seqlab import backend
 from seqlab.autograd import no_grad
-from seqlab.errors import SeqlabError
+from seqlab.errors import ConfigError, SeqlabError
 from seqlab.optim import LambdaLR, clip_grad_norm_
 from seqlab.optim.schedule import constant
 from seqlab.train.checkpoint import Checkpoint, save_best, save_checkpoint
@@ -138,6 +138,12 @@ class Trainer:
         self.progress = progress is True and self.dist.is_main  # the bar
         self._lines = bool(progress) and self.dist.is_main  # evaluation lines and notices on stderr
         self.callbacks = list(callbacks)
+        if config.gradient_checkpointing:
+            enable = getattr(model, "gradient_checkpointing_enable", None)
+            if enable is None:
+                raise ConfigError(f"gradient_checkpointing: {type(model).__name__} has no gradient checkpointing; "
+                                  "the GPT, BERT and T5 models have it")
+            enable()
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.ema = WeightEMA(model.named_parameters(), config.ema_decay) if config.ema_decay > 0 else None
         self.optimizer = optimizer_factory(model)
