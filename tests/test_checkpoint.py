@@ -9,6 +9,7 @@ import torch.utils.checkpoint as tcp
 
 import seqlab as sl
 import seqlab.nn as nn
+from seqlab import backend
 from seqlab.models.bert import BertConfig, BertForMaskedLM
 from seqlab.models.gpt import GPT, GPTConfig
 from seqlab.models.t5 import T5Config, T5ForConditionalGeneration
@@ -26,7 +27,7 @@ def _mlp_pair(dropout: float = 0.0):
 
 
 def _grads(model) -> dict:
-    return {n: np.asarray(p.grad if not hasattr(p.grad, "detach") else p.grad.detach().numpy()).copy()
+    return {n: (p.grad.detach().numpy() if hasattr(p.grad, "detach") else backend.to_numpy(p.grad)).copy()
             for n, p in model.named_parameters()}
 
 
@@ -226,3 +227,15 @@ def test_gradient_checkpointing_options_and_where_it_does_not_apply():
     model.train()
     out = model(input_ids=ids, output_attentions=True)  # the weights still come back under checkpoints
     assert len(out.attentions) == 3 and all(w is not None for w in out.attentions)
+
+
+def test_checkpointed_step_on_the_device_with_dropout(cuda):
+    """On device "cuda" (the CuPy stand-in here, CuPy on a GPU) dropout draws from the GPU's stream: the
+    checkpoint puts that stream back too, so the gradients equal the plain step's."""
+    sl.manual_seed(0)
+    model = _gpt().to("cuda")
+    ids = np.random.default_rng(0).integers(0, 50, (2, 7))
+    _, want = _step(model, ids, False)
+    _, got = _step(model, ids, True)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-6, err_msg=name)
