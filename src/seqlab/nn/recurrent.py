@@ -1,6 +1,6 @@
 """Recurrent layers (the chapter's 7.2): RNN, LSTM, GRU and their cells, as torch.nn.
 
-Constructor arguments, parameter names (`weight_ih_l0`, `weight_hh_l0_reverse`, …),
+Constructor arguments, parameter names (`weight_ih_l0`, `weight_hh_l0_reverse`, `weight_hr_l0`, …),
 gate order (LSTM i, f, g, o; GRU r, z, n), initialisation U(−1/√H, 1/√H) and
 return values mirror torch, so `load_state_dict(torch_module.state_dict())`
 works. Always batch-first: x is (B, T, input_size), with `lengths=` (B,) for a padded
@@ -16,6 +16,9 @@ with the x-part computed for every t at once (one matmul, no recurrence).
 Two equal paths run a layer: the composed cells below (readable, every
 op recorded by autograd) and the fused kernel of `rnn_kernels` (default:
 one Function per layer-direction, hand-written BPTT). Tests hold them equal.
+
+`LSTM(proj_size=P)` is torch's LSTM with projections: h_t = W_hr (o_t ⊙ tanh(c_t)), so the state h and
+the output have size P < H while c keeps size H.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ from seqlab.autograd.tensor import Tensor
 from seqlab.backend import to_numpy, xp_of
 from seqlab.nn import init
 from seqlab.nn.module import Module, Parameter, takes_device
-from seqlab.nn.rnn_kernels import GATES, RecurrentScan
+from seqlab.nn.rnn_kernels import GATES, ProjectedLSTMScan, RecurrentScan
 from seqlab.nn.utils.rnn import PackedSequence, _pack_as, pad_packed_sequence
 
 
@@ -176,7 +179,7 @@ class _RNNBase(Module):
 
     def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = True, dropout: float = 0.0, bidirectional: bool = False,
-                 dtype=None, fused: bool = True):
+                 dtype=None, fused: bool = True, proj_size: int = 0):
         super().__init__()
         if not batch_first:
             raise ValueError("seqlab's recurrent layers are always batch-first (x is (B, T, input_size)); "
@@ -186,20 +189,35 @@ class _RNNBase(Module):
                              f"hidden_size={hidden_size}, num_layers={num_layers}")
         if not 0.0 <= dropout <= 1.0:
             raise ValueError(f"dropout must be in [0, 1], got {dropout}")
+        if isinstance(proj_size, bool) or not isinstance(proj_size, (int, np.integer)):
+            raise TypeError(f"proj_size should be of type int, got: {type(proj_size).__name__}")
+        if proj_size < 0:  # torch's messages
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
         self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
         self.num_layers, self.bias, self.batch_first = num_layers, bias, True
         self.dropout, self.bidirectional, self.fused = float(dropout), bidirectional, fused
+        self.proj_size = int(proj_size)
         D, G = (2 if bidirectional else 1), GATES[mode] * hidden_size
+        R = self.real_hidden_size                               # size of h (and of each direction's output)
         for layer in range(num_layers):
-            in_size = input_size if layer == 0 else hidden_size * D
+            in_size = input_size if layer == 0 else R * D
             for d in range(D):
                 sfx = f"_l{layer}" + ("_reverse" if d else "")  # torch's names: the checkpoint contract
                 setattr(self, "weight_ih" + sfx, Parameter(creation.zeros(G, in_size, dtype=dtype)))
-                setattr(self, "weight_hh" + sfx, Parameter(creation.zeros(G, hidden_size, dtype=dtype)))
+                setattr(self, "weight_hh" + sfx, Parameter(creation.zeros(G, R, dtype=dtype)))
                 if bias:
                     setattr(self, "bias_ih" + sfx, Parameter(creation.zeros(G, dtype=dtype)))
                     setattr(self, "bias_hh" + sfx, Parameter(creation.zeros(G, dtype=dtype)))
-        _uniform_init(self, hidden_size)
+                if self.proj_size:  # after the biases, as torch's order
+                    setattr(self, "weight_hr" + sfx, Parameter(creation.zeros(R, hidden_size, dtype=dtype)))
+        _uniform_init(self, hidden_size)                        # W_hr too: U(−1/√H, 1/√H), as torch
+
+    @property
+    def real_hidden_size(self) -> int:
+        """The size of h: proj_size for an LSTM with projections, else hidden_size (torch's name)."""
+        return self.proj_size or self.hidden_size
 
     @property
     def num_directions(self) -> int:
@@ -207,7 +225,7 @@ class _RNNBase(Module):
 
     @property
     def _flat_weights_names(self) -> list[str]:
-        """The parameters' names in torch's order (layer, direction, then w_ih, w_hh, b_ih, b_hh); torch's
+        """The parameters' names in torch's order (layer, direction, then w_ih, w_hh, b_ih, b_hh, w_hr); torch's
         private attribute, which d2l's `xavier_init_weights` reads."""
         return list(self._parameters)
 
@@ -218,18 +236,21 @@ class _RNNBase(Module):
     def _weights(self, layer: int, d: int):
         sfx = f"_l{layer}" + ("_reverse" if d else "")
         get = self._parameters.get
-        return get("weight_ih" + sfx), get("weight_hh" + sfx), get("bias_ih" + sfx), get("bias_hh" + sfx)
+        return (get("weight_ih" + sfx), get("weight_hh" + sfx), get("bias_ih" + sfx), get("bias_hh" + sfx),
+                get("weight_hr" + sfx))
 
-    def _check_state(self, h, name: str, batch: int, steps: int):
-        want = (self.num_layers * self.num_directions, batch, self.hidden_size)
+    def _check_state(self, h, name: str, batch: int, steps: int, size: int | None = None):
+        size = self.hidden_size if size is None else size
+        want = (self.num_layers * self.num_directions, batch, size)
         if not isinstance(h, Tensor):
             raise TypeError(f"{type(self).__name__}: {name} must be a Tensor of shape {want}, got {type(h).__name__}")
         if h.shape != want:
             # torch's default layout is (T, B, I): a state for batch T means x was probably passed that way
             hint = ("; x looks time-major (T, B, input_size), torch's default: seqlab's recurrent layers are "
-                    "batch-first, so pass x.transpose(0, 1)" if h.shape[1:] == (steps, self.hidden_size) else "")
+                    "batch-first, so pass x.transpose(0, 1)" if h.shape[1:] == (steps, size) else "")
+            what = "proj_size" if size != self.hidden_size else "hidden_size"
             raise ValueError(f"{type(self).__name__}: {name} has shape {h.shape}, expected {want} "
-                             f"(num_layers * num_directions, B, hidden_size){hint}")
+                             f"(num_layers * num_directions, B, {what}){hint}")
         return h
 
     def _run(self, x: Tensor, h0, c0, lengths):
@@ -256,28 +277,31 @@ class _RNNBase(Module):
         B, T, _ = x.shape
         xp = xp_of(x.data)
         mask = lengths_mask(lengths, B, T, xp)                     # (B, T) or None
-        L, D, H = self.num_layers, self.num_directions, self.hidden_size
+        L, D, H, R = self.num_layers, self.num_directions, self.hidden_size, self.real_hidden_size
         zeros = xp.zeros((L * D, B, H), dtype=x.dtype)
-        h0 = zeros if h0 is None else self._check_state(h0, "h0", B, T)
+        if h0 is None:
+            h0 = zeros if R == H else xp.zeros((L * D, B, R), dtype=x.dtype)
+        else:
+            h0 = self._check_state(h0, "h0", B, T, R)
         if self.mode == "lstm":
             c0 = zeros if c0 is None else self._check_state(c0, "c0", B, T)
         layer_in, h_n, c_n = x, [], []
         for layer in range(L):
             outs = []
             for d in range(D):
-                w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, d)
                 k = layer * D + d
                 xproj = F.linear(layer_in, w_ih, b_ih)             # (B, T, G·H): every step in one matmul
                 c_k = c0[k] if self.mode == "lstm" else None
                 run = self._scan_fused if self.fused else self._scan_composed
-                out, h, c = run(xproj, h0[k], c_k, w_hh, b_hh, bool(d), mask)
+                out, h, c = run(xproj, h0[k], c_k, w_hh, b_hh, bool(d), mask, w_hr)
                 outs.append(out)
                 h_n.append(h)
                 c_n.append(c)
-            layer_in = outs[0] if D == 1 else creation.cat(outs, dim=-1)  # (B, T, D·H)
+            layer_in = outs[0] if D == 1 else creation.cat(outs, dim=-1)  # (B, T, D·R)
             if self.dropout and self.training and layer < L - 1:
                 layer_in = F.dropout(layer_in, self.dropout)
-        h_n = creation.stack([_as_tensor(h) for h in h_n], dim=0)      # (L·D, B, H)
+        h_n = creation.stack([_as_tensor(h) for h in h_n], dim=0)      # (L·D, B, R)
         c_n = creation.stack([_as_tensor(c) for c in c_n], dim=0) if self.mode == "lstm" else None
         return layer_in, h_n, c_n
 
@@ -294,15 +318,21 @@ class _RNNBase(Module):
         out, h_n, c_n = self._run(x, h0, c0, lens)                  # (B, T, D·H), (L·D, B, H)
         return _pack_as(out, packed, batch_first=True), h_n, c_n    # data (N, D·H)
 
-    def _scan_fused(self, xproj, h0, c0, w_hh, b_hh, reverse, mask):
+    def _scan_fused(self, xproj, h0, c0, w_hh, b_hh, reverse, mask, w_hr=None):
         T = xproj.shape[1]
+        if w_hr is not None:  # LSTM with projections: h_t (B, P) sits in the first P columns of its row
+            P = w_hr.shape[0]
+            packed = ProjectedLSTMScan.apply(xproj, h0, c0, w_hh, b_hh, w_hr, reverse=reverse,
+                                             mask=mask)             # (B, T + 2, H)
+            return packed[:, :T, :P], packed[:, T, :P], packed[:, T + 1]
         packed = RecurrentScan.apply(xproj, h0, c0, w_hh, b_hh, mode=self.mode, reverse=reverse,
                                      mask=mask)                     # (B, T + S, H)
         c = packed[:, T + 1] if self.mode == "lstm" else None
         return packed[:, :T], packed[:, T], c
 
-    def _scan_composed(self, xproj, h0, c0, w_hh, b_hh, reverse, mask):
-        """The same recurrence, one composed cell per step (the reference the kernel is held to)."""
+    def _scan_composed(self, xproj, h0, c0, w_hh, b_hh, reverse, mask, w_hr=None):
+        """The same recurrence, one composed cell per step (the reference the kernel is held to);
+        with `w_hr` (P, H), the LSTM's h_t = W_hr (o_t ⊙ tanh(c_t)), as torch's proj_size."""
         T = xproj.shape[1]
         h, c = _as_tensor(h0), (None if c0 is None else _as_tensor(c0))
         outs = [None] * T
@@ -310,6 +340,8 @@ class _RNNBase(Module):
             x_t = xproj[:, t]                                       # (B, G·H)
             if self.mode == "lstm":
                 h_new, c_new = lstm_step(x_t, h, c, w_hh, b_hh)
+                if w_hr is not None:
+                    h_new = F.linear(h_new, w_hr)                   # (B, P)
             elif self.mode == "gru":
                 h_new, c_new = gru_step(x_t, h, w_hh, b_hh), None
             else:
@@ -320,10 +352,12 @@ class _RNNBase(Module):
                 m = mask[:, t, None]                                # (B, 1)
                 h, outs[t] = creation.where(m, h_new, h), creation.where(m, h_new, 0.0)
                 c = None if c is None else creation.where(m, c_new, c)
-        return creation.stack(outs, dim=1), h, c                    # (B, T, H)
+        return creation.stack(outs, dim=1), h, c                    # (B, T, R)
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            s += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
         if not self.bias:
@@ -370,15 +404,15 @@ class LSTM(_RNNBase):
 
     forward(x (B, T, I), hx = (h0, c0) each (L·D, B, H) or None, lengths (B,) = None)
       -> (output (B, T, D·H), (h_n, c_n)), each state (L·D, B, H).
+    With proj_size P (0 < P < H), torch's LSTM with projections: h_t = W_hr (o_t ⊙ tanh(c_t)) with
+    `weight_hr_l{k}` (P, H); output (B, T, D·P), h0 and h_n (L·D, B, P), c0 and c_n (L·D, B, H).
     """
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = True, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
                  dtype=None, fused: bool = True):
-        if proj_size:
-            raise ValueError(f"proj_size={proj_size} (LSTM with projections) is not supported; use proj_size=0")
         super().__init__("lstm", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
-                         dtype, fused)
+                         dtype, fused, proj_size)
 
     def forward(self, x: Tensor, hx: tuple[Tensor, Tensor] | None = None,
                 lengths=None) -> tuple[Tensor, tuple[Tensor, Tensor]]:

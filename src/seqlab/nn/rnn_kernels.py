@@ -16,7 +16,9 @@ are in the docstrings, and tests/recurrent holds the kernel to the composed
 cells of `seqlab.nn.recurrent` (and both to torch).
 
 Gate order and formulas are torch's: LSTM (i, f, g, o), GRU (r, z, n) with
-n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)).
+n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)). The LSTM with projections
+(torch's proj_size, h_t = W_hr (o_t ⊙ tanh c_t)) has its own Function,
+`ProjectedLSTMScan`, built on the same LSTM step and back step.
 """
 from __future__ import annotations
 
@@ -214,3 +216,81 @@ class RecurrentScan(Function):
         d_h0 = d_state[0]
         d_c0 = d_state[1] if self.n_state > 1 else None
         return d_x, d_h0, d_c0, d_whh, d_bhh
+
+
+class ProjectedLSTMScan(Function):
+    """One direction of one LSTM layer with torch's projection (`proj_size` P > 0; Sak et al. 2014, LSTMP):
+
+        c_t = f ⊙ c_{t−1} + i ⊙ g   (gates from W_ih x_t + b_ih + W_hh h_{t−1} + b_hh, as `lstm_step`)
+        h_t = W_hr (o ⊙ tanh(c_t))   # (B, P): the recurrent state and the output; c_t stays (B, H)
+
+    A Function of its own so that RecurrentScan's loop stays as it is; the cell is `lstm_step`/`lstm_back`
+    unchanged, with the projection applied after the step and its transpose before the back step.
+    ∂L/∂W_hr, like ∂L/∂W_hh, is ONE matmul after the backward loop.
+
+    Inputs: xproj (B, T, 4H); h0 (B, P); c0 (B, H); w_hh (4H, P); b_hh (4H,) or None; w_hr (P, H).
+    Params: reverse, mask as RecurrentScan's.
+    Returns one array (B, T + 2, H): rows 0..T−1 hold the outputs h_t in their first P columns (zero where
+    mask is False), row T the final h_n (first P columns), row T + 1 the final c_n; the other columns are 0.
+    """
+
+    def forward(self, xproj, h0, c0, w_hh, b_hh, w_hr, reverse=False, mask=None):
+        xp = xp_of(xproj)
+        B, T, _ = xproj.shape
+        P, H = w_hr.shape
+        xs = xproj.transpose(1, 0, 2)                          # (T, B, 4H) view
+        ms = None if mask is None else mask.T[:, :, None]      # (T, B, 1)
+        out = xp.zeros((T + 2, B, H), dtype=xproj.dtype)
+        h_prev = xp.empty((T, B, P), dtype=xproj.dtype)        # h_{t−1} of every step, for dW_hh
+        m_all = xp.empty((T, B, H), dtype=xproj.dtype)         # o ⊙ tanh(c_t) of every step, for dW_hr
+        caches = [None] * T
+        h, c = h0, c0
+        order = range(T - 1, -1, -1) if reverse else range(T)
+        for t in order:
+            h_prev[t] = h
+            hh = h @ w_hh.T                                    # (B, 4H): one matmul for all gates
+            if b_hh is not None:
+                hh += b_hh
+            (m_t, c_new), caches[t] = lstm_step(xs[t], (h, c), hh)
+            m_all[t] = m_t
+            h_new = m_t @ w_hr.T                               # (B, P): the projection
+            if ms is None:
+                h, c = h_new, c_new
+                out[t, :, :P] = h_new
+            else:
+                m = ms[t]
+                h, c = xp.where(m, h_new, h), xp.where(m, c_new, c)
+                out[t, :, :P] = h_new * m
+        out[T, :, :P] = h
+        out[T + 1] = c
+        msf = None if ms is None else ms.astype(xproj.dtype)   # (T, B, 1) as 0./1. for the backward
+        self.saved = (caches, h_prev, m_all, w_hh, w_hr, msf)
+        self.order, self.has_bias = order, b_hh is not None
+        return xp.ascontiguousarray(out.transpose(1, 0, 2))   # (B, T + 2, H)
+
+    def backward(self, grad):
+        caches, h_prev, m_all, w_hh, w_hr, ms = self.saved
+        xp = xp_of(grad)
+        g = grad.transpose(1, 0, 2)                            # (T + 2, B, H) view
+        T, B, P = h_prev.shape
+        d_h, d_c = g[T, :, :P].copy(), g[T + 1].copy()         # ∂L/∂(h_n, c_n)
+        dx = xp.empty((T, B, w_hh.shape[0]), dtype=grad.dtype)  # (T, B, 4H)
+        dh_new = xp.empty((T, B, P), dtype=grad.dtype)         # ∂L/∂h_t of every step, for dW_hr
+        for t in reversed(self.order):
+            dh_t = d_h + g[t, :, :P]                           # from step t+1 and from output t
+            dc_t = d_c
+            if ms is not None:                                 # padded steps pass the state through
+                m = ms[t]
+                keep_h, keep_c = d_h * (1 - m), d_c * (1 - m)
+                dh_t, dc_t = dh_t * m, dc_t * m
+            dh_new[t] = dh_t
+            dx_t, _, (_, d_c) = lstm_back((dh_t @ w_hr, dc_t), caches[t])  # through h_t = W_hr m_t
+            dx[t] = dx_t
+            d_h = dx_t @ w_hh                                  # (B, P): the recurrent path
+            if ms is not None:
+                d_h, d_c = d_h + keep_h, d_c + keep_c
+        G, H = w_hh.shape[0], w_hr.shape[1]
+        d_whh = dx.reshape(-1, G).T @ h_prev.reshape(-1, P)   # (4H, P), one matmul
+        d_whr = dh_new.reshape(-1, P).T @ m_all.reshape(-1, H)  # (P, H), one matmul
+        d_bhh = dx.sum(axis=(0, 1)) if self.has_bias else None
+        return dx.transpose(1, 0, 2), d_h, d_c, d_whh, d_bhh, d_whr
