@@ -15,7 +15,7 @@ RNN at torch's default init, LSTM and GRU at torch's default init (gates
 update gate bias log U(1, D)), which open the gates as a trained network
 learns to.
 
-Two regimes: 'linear' (inputs × 1e-9: states stay near 0, where tanh′ = 1,
+Two regimes: 'linear' (inputs × 1e-12: states stay near 0, where tanh′ = 1,
 so the RNN's gradient is exactly ρ^d) and 'driven' (inputs ~ N(0, 1):
 saturation shrinks tanh′, and ρ > 1 no longer guarantees explosion).
 
@@ -35,7 +35,7 @@ from seqlab.experiments.common import Setting, progress_for, settings_for
 DESCRIPTION = "‖∂L/∂h_t‖ vs distance for RNN (ρ = 0.9, 1.1), LSTM, GRU; exploding gradients with/without clipping"
 
 MODELS = ("rnn rho=0.9", "rnn rho=1.1", "rnn default", "lstm default", "gru default", "lstm chrono", "gru chrono")
-REGIMES = {"linear": 1e-9, "driven": 1.0}
+REGIMES = {"linear": 1e-12, "driven": 1.0}
 SETTINGS = (
     Setting("distance", 200, 50, min=1, help="measure d = 1 ... distance steps back from the loss"),
     Setting("hidden", 64, 32, min=1, help="hidden units of every cell"),
