@@ -19,7 +19,8 @@ array to both inputs), so it is copied before the first in-place add.
 `run_graph` is the general pass behind `autograd.grad`, `backward(inputs=...)` and detect_anomaly:
 several roots, gradients captured for chosen tensors instead of accumulated into leaves, a NaN check
 after each op. `run_backward`, the plain backward of every training step, keeps its own loop, so
-none of that costs it anything per node.
+none of that costs it anything per node. `autograd.grad(create_graph=True)` takes neither: its pass, whose
+gradients are Tensors with a graph, is `higher_order.run_graph_differentiable`.
 
 The first backward of a process also asks malloc to keep freed memory for
 the next step instead of returning it to the OS (see `memory.py`).
@@ -47,8 +48,9 @@ class _Freed:
 FREED = _Freed()
 _SECOND_TIME = ("trying to backward through a graph a second time: backward() freed it; "
                 "pass retain_graph=True to the first call, or detach() the tensor you reuse")
-NO_DOUBLE_BACKWARD = ("create_graph=True is not supported: seqlab has no double backward (an op's backward "
-                      "works on arrays and records no graph of its own)")
+NO_DOUBLE_BACKWARD = ("backward(create_graph=True) is not supported: a .grad in seqlab is a plain array, which "
+                      "holds no graph; for double backward use seqlab.autograd.grad(outputs, inputs, "
+                      "create_graph=True), which returns the gradients as Tensors you can differentiate again")
 _check_nan = False  # set by anomaly.set_detect_anomaly: every op's gradients are checked for NaN (run_graph)
 
 

@@ -2,14 +2,20 @@
 
 As `torch.autograd.grad`: no tensor's `.grad` changes (a non-leaf that called `retain_grad()` on the way
 excepted, as in torch), the inputs may be intermediate results, and only the ops between the outputs and
-the inputs run (engine.run_graph). seqlab has no double backward, so `create_graph=True` is refused.
+the inputs run (engine.run_graph).
+
+With `create_graph=True` the gradients are Tensors with a graph of their own (double backward: a gradient
+penalty, a Hessian-vector product, a third derivative), computed by each op's differentiable
+`backward_graph` (higher_order.run_graph_differentiable); the graph is then kept unless
+`retain_graph=False`, as torch. An op without one is refused, naming it. `Tensor.backward(create_graph=True)`
+stays refused: a `.grad` is a plain array in seqlab, so it could hold no graph.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from seqlab import backend
-from seqlab.autograd import engine
+from seqlab.autograd import engine, higher_order
 from seqlab.autograd.tensor import Tensor
 
 
@@ -56,9 +62,9 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
     `grad_outputs` (one per output) may be None for scalar outputs (ones). The graph is freed
     afterwards unless `retain_graph` (default: `create_graph`). An input no output depends on is an
     error unless `allow_unused` (then its gradient is None, or zeros with `materialize_grads`).
+    `create_graph`: the results carry a graph (they require grad where they depend on something that
+    does), so they can enter a further loss, `.backward()` or another `grad` (higher derivatives).
     """
-    if create_graph:
-        raise NotImplementedError(engine.NO_DOUBLE_BACKWARD)
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
                          "but got: allow_unused=False.")
@@ -70,7 +76,11 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
     if not all(t.requires_grad for t in inputs):
         raise RuntimeError("One of the differentiated Tensors does not require grad")
-    grads = engine.run_graph(outputs, _root_grads(outputs, grad_outputs), bool(retain_graph), inputs)
+    root_grads = _root_grads(outputs, grad_outputs)
+    if create_graph:
+        return _grad_graph(outputs, root_grads, grad_outputs, bool(retain_graph), inputs, allow_unused,
+                           materialize_grads)
+    grads = engine.run_graph(outputs, root_grads, bool(retain_graph), inputs)
     result, seen = [], set()
     for i, (t, g) in enumerate(zip(inputs, grads)):
         if g is None:
@@ -81,5 +91,33 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
                           if materialize_grads else None)
         else:  # one tensor named twice: two results, not two views of one array
             result.append(Tensor._from_op(g.copy() if id(g) in seen else g, None))
+            seen.add(id(g))
+    return tuple(result)
+
+
+def _grad_graph(outputs: list, root_grads: list, grad_outputs, retain_graph: bool, inputs: list,
+                allow_unused: bool, materialize_grads: bool) -> tuple:
+    """`grad` with create_graph=True: the gradients as Tensors with a graph. A grad_output that is a
+    Tensor is used as it is (cast to its output's dtype if needed), so one that requires grad is
+    differentiated through too, as torch."""
+    given = [None] * len(outputs) if grad_outputs is None else \
+        [grad_outputs] if isinstance(grad_outputs, Tensor) else list(grad_outputs)
+    roots = []
+    for out, g, arr in zip(outputs, given, root_grads):
+        if isinstance(g, Tensor) and g.requires_grad:
+            roots.append(g if g.dtype == out.dtype else g.astype(out.dtype))
+        else:
+            roots.append(Tensor._from_op(arr, None))
+    grads = higher_order.run_graph_differentiable(outputs, roots, retain_graph, inputs)
+    result, seen = [], set()
+    for i, (t, g) in enumerate(zip(inputs, grads)):
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in "
+                                   "the graph. Set allow_unused=True if this is the desired behavior.")
+            result.append(Tensor._from_op(backend.xp_of(t.data).zeros_like(t.data), None)
+                          if materialize_grads else None)
+        else:  # one gradient handed to two results (an input named twice, a root grad): two tensors
+            result.append(g.clone() if id(g) in seen else g)
             seen.add(id(g))
     return tuple(result)

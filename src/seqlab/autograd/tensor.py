@@ -187,7 +187,8 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
 
         `gradient` is required for non-scalar tensors (as torch). The graph
         is freed afterwards unless `retain_graph`. `create_graph=True` is refused
-        (NotImplementedError): seqlab has no double backward.
+        (NotImplementedError): a `.grad` here is a plain array, which holds no graph; double backward
+        is `seqlab.autograd.grad(..., create_graph=True)`, which returns Tensors.
         """
         if create_graph:
             raise NotImplementedError(engine.NO_DOUBLE_BACKWARD)

@@ -1,4 +1,7 @@
-"""Activation primitives (the chapter's 7.1.2), each with its derivative."""
+"""Activation primitives (the chapter's 7.1.2), each with its derivative.
+
+Each `backward_graph` is its `backward` written with Tensor ops, for create_graph=True (higher_order.py).
+"""
 from __future__ import annotations
 
 import math
@@ -7,6 +10,8 @@ import numpy as np
 
 from seqlab import kernels
 from seqlab.autograd.function import Function
+from seqlab.autograd.higher_order import constant, graph_input, graph_output
+from seqlab.autograd.ops.elementwise import Exp
 from seqlab.backend import CACHE_BLOCK, flat_blocks, xp_of
 from seqlab.mkl import cdf_norm as mkl_cdf_norm
 from seqlab.mkl import exp as mkl_exp
@@ -46,6 +51,10 @@ class Sigmoid(Function):
         (s,) = self.saved
         return (grad * s * (1 - s),)  # σ' = σ(1 − σ)
 
+    def backward_graph(self, g):
+        s = graph_output(self, self.saved[0])
+        return (g * s * (1 - s),)
+
 
 class Tanh(Function):
     def forward(self, a):
@@ -57,6 +66,10 @@ class Tanh(Function):
         (t,) = self.saved
         return (grad * (1 - t * t),)  # tanh' = 1 − tanh²
 
+    def backward_graph(self, g):
+        t = graph_output(self, self.saved[0])
+        return (g * (1 - t * t),)
+
 
 class ReLU(Function):
     def forward(self, a):
@@ -67,6 +80,9 @@ class ReLU(Function):
     def backward(self, grad):
         (out,) = self.saved
         return (grad * (out > 0),)
+
+    def backward_graph(self, g):
+        return (g * constant((self.saved[0] > 0).astype(g.dtype)),)
 
 
 # Φ(x) ≈ ½(1 + tanh(x·P(x²))) for |x| ≤ _TANH_CLIP, P of degree 7 (coefficients from s⁰ up): a weighted
@@ -288,6 +304,20 @@ class GELU(Function):
             run_blocked(_gelu_erf_backward_block, [x, y, grad, out], n_scratch=1)
         return (out,)
 
+    def backward_graph(self, g):
+        """The kernels' formulas, plainly: Φ(x) + x·φ(x), or h + x·½(1 − t²)·u' for the tanh form."""
+        from seqlab.autograd.ops.pointwise import Erf  # pointwise imports this module
+
+        x = graph_input(self, 0, self.saved[0])
+        if self.approximate == "tanh":
+            u = (x + 0.044715 * x * x * x) * _SQRT_2_OVER_PI
+            t = Tanh.apply(u)
+            du = (1 + 3 * 0.044715 * x * x) * _SQRT_2_OVER_PI
+            return (g * (0.5 * (1 + t) + x * 0.5 * (1 - t * t) * du),)
+        cdf = 0.5 * (1 + Erf.apply(x / _SQRT_2))
+        pdf = Exp.apply(-0.5 * x * x) * _INV_SQRT_2PI
+        return (g * (cdf + x * pdf),)
+
 
 class SiLU(Function):
     def forward(self, a):
@@ -298,6 +328,11 @@ class SiLU(Function):
     def backward(self, grad):
         a, s = self.saved
         return (grad * s * (1 + a * (1 - s)),)
+
+    def backward_graph(self, g):
+        a = graph_input(self, 0, self.saved[0])
+        s = Sigmoid.apply(a)
+        return (g * s * (1 + a * (1 - s)),)
 
 
 class LogSigmoid(Function):
@@ -311,3 +346,6 @@ class LogSigmoid(Function):
     def backward(self, grad):
         (a,) = self.saved
         return (grad * sigmoid_array(-a),)
+
+    def backward_graph(self, g):
+        return (g * Sigmoid.apply(-graph_input(self, 0, self.saved[0])),)

@@ -9,3 +9,6 @@ class Cast(Function):
 
     def backward(self, grad):
         return (grad.astype(self.src),)
+
+    def backward_graph(self, g):
+        return (Cast.apply(g, dtype=self.src),)

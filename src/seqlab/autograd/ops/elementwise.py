@@ -1,10 +1,14 @@
-"""Element-wise primitives. Inputs may broadcast; the engine undoes it."""
+"""Element-wise primitives. Inputs may broadcast; the engine undoes it.
+
+Each `backward_graph` is its `backward` written with Tensor ops, for create_graph=True (higher_order.py).
+"""
 from __future__ import annotations
 
 import numpy as np
 
 from seqlab import kernels
 from seqlab.autograd.function import Function
+from seqlab.autograd.higher_order import constant, graph_input, graph_output
 from seqlab.backend import xp_of
 
 
@@ -16,6 +20,9 @@ class Add(Function):
     def backward(self, grad):
         return grad, grad
 
+    def backward_graph(self, g):
+        return g, g
+
 
 class Sub(Function):
     def forward(self, a, b):
@@ -23,6 +30,9 @@ class Sub(Function):
 
     def backward(self, grad):
         return grad, -grad
+
+    def backward_graph(self, g):
+        return g, (-g if self.needs_input_grad[1] else None)
 
 
 class Mul(Function):
@@ -34,6 +44,11 @@ class Mul(Function):
         a, b = self.saved
         return (grad * b if self.needs_input_grad[0] else None,
                 grad * a if self.needs_input_grad[1] else None)
+
+    def backward_graph(self, g):
+        a, b = self.saved
+        return (g * graph_input(self, 1, b) if self.needs_input_grad[0] else None,
+                g * graph_input(self, 0, a) if self.needs_input_grad[1] else None)
 
 
 class Div(Function):
@@ -47,6 +62,13 @@ class Div(Function):
         gb = -ga * a / b if self.needs_input_grad[1] else None
         return ga, gb
 
+    def backward_graph(self, g):
+        a, b = self.saved
+        a, b = graph_input(self, 0, a), graph_input(self, 1, b)
+        ga = g / b
+        gb = -ga * a / b if self.needs_input_grad[1] else None
+        return ga, gb
+
 
 class Neg(Function):
     def forward(self, a):
@@ -54,6 +76,9 @@ class Neg(Function):
 
     def backward(self, grad):
         return (-grad,)
+
+    def backward_graph(self, g):
+        return (-g,)
 
 
 class Pow(Function):
@@ -78,6 +103,18 @@ class Pow(Function):
             safe = xp.where(a == 0, a.dtype.type(1), a)
             return xp.where(a == 0, grad.dtype.type(0), grad * p * safe ** (p - 1)), None
         return grad * p * a ** (p - 1), None
+
+    def backward_graph(self, g):
+        (a,) = self.saved
+        p = self.p
+        if p == 0:
+            return constant(xp_of(a).zeros(g.shape, dtype=g.dtype)), None
+        x = graph_input(self, 0, a)
+        if self.zero_at_zero:
+            at_zero = a == 0
+            safe = Where.apply(at_zero, a.dtype.type(1), x)
+            return Where.apply(at_zero, g.dtype.type(0), g * p * Pow.apply(safe, p - 1)), None
+        return g * p * Pow.apply(x, p - 1), None
 
 
 class PowTensor(Function):
@@ -107,6 +144,18 @@ class PowTensor(Function):
                 gb = xp.where((a == 0) & (b >= 0), zero, grad * out * xp.log(a))
         return ga, gb
 
+    def backward_graph(self, g):
+        a, b, out = self.saved
+        x, y = graph_input(self, 0, a), graph_input(self, 1, b)
+        zero = g.dtype.type(0)
+        ga = gb = None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if self.needs_input_grad[0]:
+                ga = Where.apply(b == 0, zero, g * y * PowTensor.apply(x, y - 1))
+            if self.needs_input_grad[1]:
+                gb = Where.apply((a == 0) & (b >= 0), zero, g * graph_output(self, out) * Log.apply(x))
+        return ga, gb
+
 
 class Exp(Function):
     def forward(self, a):
@@ -117,6 +166,9 @@ class Exp(Function):
     def backward(self, grad):
         return (grad * self.saved[0],)
 
+    def backward_graph(self, g):
+        return (g * graph_output(self, self.saved[0]),)
+
 
 class Log(Function):
     def forward(self, a):
@@ -125,6 +177,9 @@ class Log(Function):
 
     def backward(self, grad):
         return (grad / self.saved[0],)
+
+    def backward_graph(self, g):
+        return (g / graph_input(self, 0, self.saved[0]),)
 
 
 class Sin(Function):
@@ -137,6 +192,9 @@ class Sin(Function):
     def backward(self, grad):
         return (grad * xp_of(grad).cos(self.saved[0]),)
 
+    def backward_graph(self, g):
+        return (g * Cos.apply(graph_input(self, 0, self.saved[0])),)
+
 
 class Cos(Function):
     """cos a; d/da = −sin a."""
@@ -147,6 +205,9 @@ class Cos(Function):
 
     def backward(self, grad):
         return (-grad * xp_of(grad).sin(self.saved[0]),)
+
+    def backward_graph(self, g):
+        return (-g * Sin.apply(graph_input(self, 0, self.saved[0])),)
 
 
 class Sqrt(Function):
@@ -166,6 +227,15 @@ class Sqrt(Function):
         xp = xp_of(grad)
         return (xp.where(out == 0, grad.dtype.type(0), grad / (2 * xp.where(out == 0, out.dtype.type(1), out))),)
 
+    def backward_graph(self, g):
+        (out,) = self.saved
+        y = graph_output(self, out)
+        if not self.zero_at_zero:
+            return (g / (2 * y),)
+        at_zero = out == 0
+        safe = Where.apply(at_zero, out.dtype.type(1), y)
+        return (Where.apply(at_zero, g.dtype.type(0), g / (2 * safe)),)
+
 
 class Abs(Function):
     def forward(self, a):
@@ -174,6 +244,9 @@ class Abs(Function):
 
     def backward(self, grad):
         return (grad * xp_of(grad).sign(self.saved[0]),)
+
+    def backward_graph(self, g):
+        return (g * constant(xp_of(g.data).sign(self.saved[0]).astype(g.dtype, copy=False)),)
 
 
 class Clamp(Function):
@@ -194,6 +267,15 @@ class Clamp(Function):
             keep = keep & (a <= self.hi)
         return (grad * keep,)
 
+    def backward_graph(self, g):
+        (a,) = self.saved
+        keep = xp_of(a).ones((), dtype=bool)
+        if self.lo is not None:
+            keep = keep & (a >= self.lo)
+        if self.hi is not None:
+            keep = keep & (a <= self.hi)
+        return (g * constant(keep.astype(g.dtype)),)
+
 
 class Maximum(Function):
     """Element-wise max; ties split the gradient equally, as torch."""
@@ -207,6 +289,11 @@ class Maximum(Function):
         wa = (a > b) + 0.5 * (a == b)
         return grad * wa, grad * (1 - wa)
 
+    def backward_graph(self, g):
+        a, b = self.saved
+        wa = ((a > b) + 0.5 * (a == b)).astype(g.dtype)
+        return g * constant(wa), g * constant(1 - wa)
+
 
 class Where(Function):
     def forward(self, cond, a, b):
@@ -219,6 +306,12 @@ class Where(Function):
         xp = xp_of(grad)
         return None, xp.where(cond, grad, zero), xp.where(cond, zero, grad)
 
+    def backward_graph(self, g):
+        (cond,) = self.saved
+        zero = g.dtype.type(0)
+        return (None, Where.apply(cond, g, zero) if self.needs_input_grad[1] else None,
+                Where.apply(cond, zero, g) if self.needs_input_grad[2] else None)
+
 
 class MaskedFill(Function):
     """out = a with `value` where mask is True; no gradient flows through filled places."""
@@ -230,6 +323,10 @@ class MaskedFill(Function):
     def backward(self, grad):
         (mask,) = self.saved
         return xp_of(grad).where(mask, grad.dtype.type(0), grad), None, None
+
+    def backward_graph(self, g):
+        (mask,) = self.saved
+        return MaskedFill.apply(g, mask, 0), None, None
 
 
 class Remainder(Function):
@@ -246,3 +343,9 @@ class Remainder(Function):
             return grad, None
         a, b = self.saved
         return (grad if self.needs_input_grad[0] else None), -grad * xp_of(grad).floor_divide(a, b)
+
+    def backward_graph(self, g):
+        if not self.needs_input_grad[1]:
+            return g, None
+        a, b = self.saved
+        return (g if self.needs_input_grad[0] else None), -g * constant(xp_of(g.data).floor_divide(a, b))

@@ -1,7 +1,8 @@
 """Hand-written backward passes that earn their place by stability or speed.
 
 Each has the plain formula in its docstring; tests hold every one to the
-same computation composed from primitive ops.
+same computation composed from primitive ops. A `backward_graph` (for create_graph=True, higher_order.py)
+is that formula written with Tensor ops; LayerNorm, BiasActDropout and the attention ops have none yet.
 """
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ from seqlab import cuda_kernels  # the same on the GPU, for CuPy arrays (each re
 from seqlab import kernels  # compiled row kernels; each returns None where the NumPy formula below runs
 from seqlab import random as _random
 from seqlab.autograd.function import Function
+from seqlab.autograd.higher_order import constant, graph_input, graph_output
+from seqlab.autograd.ops.elementwise import Exp, MaskedFill
+from seqlab.autograd.ops.movement import Reshape
+from seqlab.autograd.ops.scatter import IndexPut
 from seqlab.backend import xp_of
 from seqlab.mkl import matmul as mm  # np.matmul, or MKL's sgemm when installed (seqlab.mkl)
 
@@ -112,6 +117,10 @@ class Softmax(Function):
         gx *= y
         return (gx,)
 
+    def backward_graph(self, g):
+        y = graph_output(self, self.saved[0])
+        return (y * (g - (g * y).sum(self.dim, keepdim=True)),)
+
 
 class LogSoftmax(Function):
     """y = x − log Σ exp(x);  dx = g − exp(y) Σ g."""
@@ -129,6 +138,10 @@ class LogSoftmax(Function):
         gx *= rowsum(grad, self.dim)
         xp.subtract(grad, gx, out=gx)
         return (gx,)
+
+    def backward_graph(self, g):
+        y = graph_output(self, self.saved[0])
+        return (g - Exp.apply(y) * g.sum(self.dim, keepdim=True),)
 
 
 class CrossEntropy(Function):
@@ -177,6 +190,19 @@ class CrossEntropy(Function):
             g -= self.eps / self.c
         g[xp.arange(g.shape[0]), target] -= 1 - self.eps
         return g * scale[:, None], None
+
+    def backward_graph(self, g):
+        logp, target, valid = self.saved
+        xp = xp_of(logp)
+        # softmax ignores a constant added to a row: log p stands in for the logits (same graph, the logits'
+        # creator), and its softmax is p with p's dependence on the logits
+        p = Softmax.apply(graph_input(self, 0, logp), dim=1)
+        q = xp.full(logp.shape, logp.dtype.type(self.eps / self.c))  # (1 − ε)·onehot(y) + ε/C
+        q[xp.arange(q.shape[0]), target] += logp.dtype.type(1 - self.eps)
+        scale = g * constant(valid.astype(logp.dtype))  # (N,)
+        if self.reduction == "mean":
+            scale = scale / max(self.count, 1)
+        return (p - constant(q)) * Reshape.apply(scale, shape=(-1, 1)), None
 
 
 class LayerNorm(Function):
@@ -300,6 +326,14 @@ class Embedding(Function):
             gw[self.padding_idx] = 0  # the padding row is never trained (as torch)
         return gw, None
 
+    def backward_graph(self, g):
+        ids = self.ids.reshape(-1)
+        g2 = Reshape.apply(g, shape=(-1, self.shape[1]))  # (N, D)
+        if self.padding_idx is not None:
+            g2 = MaskedFill.apply(g2, (ids == self.padding_idx)[:, None], 0)
+        zeros = xp_of(g.data).zeros(self.shape, dtype=g.dtype)
+        return IndexPut.apply(zeros, g2, index=ids, mode="add"), None
+
 
 class Dropout(Function):
     """Inverted dropout: out = x ⊙ m / (1 − p), m ~ Bernoulli(1 − p).
@@ -347,6 +381,10 @@ class Dropout(Function):
         g = grad * self.keep
         g *= self.scale
         return g, None
+
+    def backward_graph(self, g):
+        keep = self.keep if self.keep is not None else self._mask(g.shape)
+        return g * constant(keep.astype(g.dtype)) * self.scale, None
 
 
 class BiasActDropout(Function):

@@ -1,9 +1,14 @@
-"""Matrix products: batched, broadcasting `a @ b`, and the fused `linear`."""
+"""Matrix products: batched, broadcasting `a @ b`, and the fused `linear`.
+
+Each `backward_graph` is its `backward` written with Tensor ops, for create_graph=True (higher_order.py).
+"""
 from __future__ import annotations
 
 from seqlab import kernels
 from seqlab.autograd.function import Function
+from seqlab.autograd.higher_order import graph_input
 from seqlab.autograd.ops.fused import colsum
+from seqlab.autograd.ops.movement import Permute, Reshape
 from seqlab.backend import xp_of
 from seqlab.mkl import matmul as mm  # np.matmul, or MKL's sgemm when installed (seqlab.mkl)
 
@@ -17,6 +22,13 @@ def _matmul(a, b):
     if b.ndim == 2 and a.ndim > 2:
         return mm(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + (b.shape[-1],))  # (..., m)
     return mm(a, b)
+
+
+def _swap_last(t):
+    """t with its last two dims swapped (a Tensor, for backward_graph)."""
+    dims = list(range(t.ndim))
+    dims[-2], dims[-1] = dims[-1], dims[-2]
+    return Permute.apply(t, dims=tuple(dims))
 
 
 class MatMul(Function):
@@ -53,6 +65,26 @@ class MatMul(Function):
                 gb = gb[..., 0]
         return ga, gb
 
+    def backward_graph(self, g):
+        a, b = self.saved
+        x, y = graph_input(self, 0, a), graph_input(self, 1, b)
+        x2 = Reshape.apply(x, shape=(1,) + a.shape) if a.ndim == 1 else x  # (1, k) for a 1-D a
+        y2 = Reshape.apply(y, shape=b.shape + (1,)) if b.ndim == 1 else y  # (k, 1) for a 1-D b
+        if b.ndim == 1:
+            g = Reshape.apply(g, shape=g.shape + (1,))  # (..., n, 1)
+        if a.ndim == 1:
+            g = Reshape.apply(g, shape=g.shape[:-1] + (1, g.shape[-1]))  # (..., 1, m)
+        ga = gb = None
+        if self.needs_input_grad[0]:
+            ga = MatMul.apply(g, _swap_last(y2))  # (..., n, k); the engine sums broadcast batch dims
+            if a.ndim == 1:
+                ga = Reshape.apply(ga, shape=ga.shape[:-2] + ga.shape[-1:])
+        if self.needs_input_grad[1]:
+            gb = MatMul.apply(_swap_last(x2), g)  # (..., k, m)
+            if b.ndim == 1:
+                gb = Reshape.apply(gb, shape=gb.shape[:-1])
+        return ga, gb
+
 
 class Linear(Function):
     """y = x Wᵀ + b over the last dim of x, W of shape (out, in) as torch.nn.Linear.
@@ -76,4 +108,17 @@ class Linear(Function):
         gx = mm(g2, w).reshape(x.shape) if self.needs_input_grad[0] else None
         gw = mm(g2.T, x.reshape(-1, x.shape[-1])) if self.needs_input_grad[1] else None
         gb = colsum(g2) if self.has_bias and self.needs_input_grad[2] else None  # Σ over the batch
+        return gx, gw, gb
+
+    def backward_graph(self, g):
+        x, w = self.saved
+        g2 = Reshape.apply(g, shape=(-1, g.shape[-1]))  # (N, out)
+        gx = gw = gb = None
+        if self.needs_input_grad[0]:
+            gx = Reshape.apply(MatMul.apply(g2, graph_input(self, 1, w)), shape=x.shape)
+        if self.needs_input_grad[1]:
+            x2 = Reshape.apply(graph_input(self, 0, x), shape=(-1, x.shape[-1]))  # (N, in)
+            gw = MatMul.apply(Permute.apply(g2, dims=(1, 0)), x2)  # (out, in)
+        if self.has_bias and self.needs_input_grad[2]:
+            gb = g2.sum(0)
         return gx, gw, gb

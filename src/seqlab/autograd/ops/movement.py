@@ -1,9 +1,14 @@
-"""Ops that move or select elements: reshape, permute, expand, index, cat, stack."""
+"""Ops that move or select elements: reshape, permute, expand, index, cat, stack.
+
+Each `backward_graph` is its `backward` written with Tensor ops, for create_graph=True (higher_order.py):
+the gradient of a selection is a write into zeros (`scatter.IndexPut`), whose own gradient selects again.
+"""
 from __future__ import annotations
 
 import numpy as np
 
 from seqlab.autograd.function import Function, IndexGrad
+from seqlab.autograd.ops.scatter import IndexPut
 from seqlab.backend import xp_of
 
 
@@ -15,6 +20,9 @@ class Reshape(Function):
     def backward(self, grad):
         return (grad.reshape(self.shape),)
 
+    def backward_graph(self, g):
+        return (Reshape.apply(g, shape=self.shape),)
+
 
 class Permute(Function):
     def forward(self, a, dims):
@@ -25,6 +33,9 @@ class Permute(Function):
         inverse = tuple(int(i) for i in np.argsort(self.dims))
         return (grad.transpose(inverse),)
 
+    def backward_graph(self, g):
+        return (Permute.apply(g, dims=tuple(int(i) for i in np.argsort(self.dims))),)
+
 
 class Expand(Function):
     """A broadcast view; the engine's unbroadcast sums the gradient back."""
@@ -34,6 +45,9 @@ class Expand(Function):
 
     def backward(self, grad):
         return (grad,)
+
+    def backward_graph(self, g):
+        return (g,)  # the engine sums the broadcast dims back (unbroadcast_graph)
 
 
 def _is_basic(index) -> bool:
@@ -56,6 +70,10 @@ class GetItem(Function):
     def backward(self, grad):
         return (IndexGrad(self.shape, self.index, grad, _is_basic(self.index)),)
 
+    def backward_graph(self, g):
+        zeros = xp_of(g.data).zeros(self.shape, dtype=g.dtype)
+        return (IndexPut.apply(zeros, g, index=self.index, mode=None if _is_basic(self.index) else "add"),)
+
 
 class Cat(Function):
     def forward(self, *arrays, dim=0):
@@ -67,6 +85,13 @@ class Cat(Function):
         splits = np.cumsum(self.sizes)[:-1].tolist()  # a list: CuPy takes no NumPy array here
         return tuple(xp_of(grad).split(grad, splits, axis=self.dim))
 
+    def backward_graph(self, g):
+        lead, start, pieces = (slice(None),) * (self.dim % g.ndim), 0, []
+        for n in self.sizes:
+            pieces.append(GetItem.apply(g, index=lead + (slice(start, start + n),)))
+            start += n
+        return tuple(pieces)
+
 
 class Stack(Function):
     def forward(self, *arrays, dim=0):
@@ -76,6 +101,10 @@ class Stack(Function):
     def backward(self, grad):
         xp = xp_of(grad)
         return tuple(xp.take(grad, i, axis=self.dim) for i in range(grad.shape[self.dim]))
+
+    def backward_graph(self, g):
+        lead = (slice(None),) * (self.dim % g.ndim)
+        return tuple(GetItem.apply(g, index=lead + (i,)) for i in range(g.shape[self.dim]))
 
 
 class Gather(Function):
@@ -94,3 +123,10 @@ class Gather(Function):
         coords = [xp.arange(n).reshape((1,) * d + (n,) + (1,) * (nd - d - 1)) for d, n in enumerate(self.index.shape)]
         coords[self.dim] = self.index
         return IndexGrad(self.shape, tuple(coords), grad, basic=False), None
+
+    def backward_graph(self, g):
+        xp = xp_of(g.data)
+        nd = self.index.ndim
+        coords = [xp.arange(n).reshape((1,) * d + (n,) + (1,) * (nd - d - 1)) for d, n in enumerate(self.index.shape)]
+        coords[self.dim] = self.index
+        return IndexPut.apply(xp.zeros(self.shape, dtype=g.dtype), g, index=tuple(coords), mode="add"), None

@@ -4,13 +4,17 @@ trigonometric functions, erf, atan2, hypot and fmod (the methods of `tensor_poin
 Each is a primitive because composing it would lose precision, not because it must be: log(1 + a) rounds
 1 + a first (log(1 + 1e-10) is 1.00000008e-10, not 1e-10), (e^a − e^−a)/2 cancels near 0, and log(a)/log(10)
 misses exact powers (log(1000)/log(10) = 2.9999999999999996, log10(1000) = 3).
+
+Each `backward_graph` is its `backward` written with Tensor ops, for create_graph=True (higher_order.py).
 """
 from __future__ import annotations
 
 import math
 
 from seqlab.autograd.function import Function
+from seqlab.autograd.higher_order import constant, graph_input, graph_output
 from seqlab.autograd.ops.activation import erf
+from seqlab.autograd.ops.elementwise import Exp, Sqrt
 from seqlab.backend import xp_of
 
 _LN2 = math.log(2.0)
@@ -33,6 +37,9 @@ class Step(Function):
     def backward(self, grad):
         return (xp_of(grad).zeros_like(grad),)
 
+    def backward_graph(self, g):
+        return (constant(xp_of(g.data).zeros_like(g.data)),)
+
 
 class Log1p(Function):
     """log(1 + a); d/da = 1 / (1 + a)."""
@@ -43,6 +50,9 @@ class Log1p(Function):
 
     def backward(self, grad):
         return (grad / (1 + self.saved[0]),)
+
+    def backward_graph(self, g):
+        return (g / (1 + graph_input(self, 0, self.saved[0])),)
 
 
 class Expm1(Function):
@@ -56,6 +66,9 @@ class Expm1(Function):
     def backward(self, grad):
         return (grad * (self.saved[0] + 1),)
 
+    def backward_graph(self, g):
+        return (g * (graph_output(self, self.saved[0]) + 1),)
+
 
 class Log2(Function):
     """log₂ a; d/da = 1 / (a·ln 2)."""
@@ -66,6 +79,9 @@ class Log2(Function):
 
     def backward(self, grad):
         return (grad / (self.saved[0] * _LN2),)
+
+    def backward_graph(self, g):
+        return (g / (graph_input(self, 0, self.saved[0]) * _LN2),)
 
 
 class Log10(Function):
@@ -78,6 +94,9 @@ class Log10(Function):
     def backward(self, grad):
         return (grad / (self.saved[0] * _LN10),)
 
+    def backward_graph(self, g):
+        return (g / (graph_input(self, 0, self.saved[0]) * _LN10),)
+
 
 class Sinh(Function):
     """sinh a; d/da = cosh a."""
@@ -89,6 +108,9 @@ class Sinh(Function):
     def backward(self, grad):
         return (grad * xp_of(grad).cosh(self.saved[0]),)
 
+    def backward_graph(self, g):
+        return (g * Cosh.apply(graph_input(self, 0, self.saved[0])),)
+
 
 class Cosh(Function):
     """cosh a; d/da = sinh a."""
@@ -99,6 +121,9 @@ class Cosh(Function):
 
     def backward(self, grad):
         return (grad * xp_of(grad).sinh(self.saved[0]),)
+
+    def backward_graph(self, g):
+        return (g * Sinh.apply(graph_input(self, 0, self.saved[0])),)
 
 
 class Asin(Function):
@@ -112,6 +137,10 @@ class Asin(Function):
         (a,) = self.saved
         return (grad / xp_of(grad).sqrt(1 - a * a),)
 
+    def backward_graph(self, g):
+        a = graph_input(self, 0, self.saved[0])
+        return (g / Sqrt.apply(1 - a * a),)
+
 
 class Acos(Function):
     """arccos a on [−1, 1]; d/da = −1 / √(1 − a²)."""
@@ -123,6 +152,10 @@ class Acos(Function):
     def backward(self, grad):
         (a,) = self.saved
         return (-grad / xp_of(grad).sqrt(1 - a * a),)
+
+    def backward_graph(self, g):
+        a = graph_input(self, 0, self.saved[0])
+        return (-g / Sqrt.apply(1 - a * a),)
 
 
 class Atan(Function):
@@ -136,6 +169,10 @@ class Atan(Function):
         (a,) = self.saved
         return (grad / (1 + a * a),)
 
+    def backward_graph(self, g):
+        a = graph_input(self, 0, self.saved[0])
+        return (g / (1 + a * a),)
+
 
 class Erf(Function):
     """erf a = (2/√π) ∫₀ᵃ e^(−t²) dt (SciPy's, as GELU's `activation.erf`); d/da = (2/√π)·e^(−a²)."""
@@ -147,6 +184,10 @@ class Erf(Function):
     def backward(self, grad):
         (a,) = self.saved
         return (grad * _TWO_OVER_SQRT_PI * xp_of(grad).exp(-a * a),)
+
+    def backward_graph(self, g):
+        a = graph_input(self, 0, self.saved[0])
+        return (g * _TWO_OVER_SQRT_PI * Exp.apply(-a * a),)
 
 
 class Atan2(Function):
@@ -163,6 +204,12 @@ class Atan2(Function):
         return (grad * b / r2 if self.needs_input_grad[0] else None,
                 -grad * a / r2 if self.needs_input_grad[1] else None)
 
+    def backward_graph(self, g):
+        a, b = graph_input(self, 0, self.saved[0]), graph_input(self, 1, self.saved[1])
+        r2 = a * a + b * b
+        return (g * b / r2 if self.needs_input_grad[0] else None,
+                -g * a / r2 if self.needs_input_grad[1] else None)
+
 
 class Hypot(Function):
     """√(a² + b²) without overflow for large a, b (NumPy's hypot); d/da = a / out, d/db = b / out (NaN at
@@ -177,6 +224,12 @@ class Hypot(Function):
         a, b, out = self.saved
         return (grad * a / out if self.needs_input_grad[0] else None,
                 grad * b / out if self.needs_input_grad[1] else None)
+
+    def backward_graph(self, g):
+        a, b, out = self.saved
+        a, b, out = graph_input(self, 0, a), graph_input(self, 1, b), graph_output(self, out)
+        return (g * a / out if self.needs_input_grad[0] else None,
+                g * b / out if self.needs_input_grad[1] else None)
 
 
 class Fmod(Function):
@@ -194,3 +247,9 @@ class Fmod(Function):
         a, b = self.saved
         xp = xp_of(grad)
         return (grad if self.needs_input_grad[0] else None), -grad * xp.trunc(a / b)
+
+    def backward_graph(self, g):
+        if not self.needs_input_grad[1]:
+            return g, None
+        a, b = self.saved
+        return (g if self.needs_input_grad[0] else None), -g * constant(xp_of(g.data).trunc(a / b))

@@ -1,9 +1,14 @@
-"""Reductions. `dim` may be None (all), an int or a tuple, as in torch."""
+"""Reductions. `dim` may be None (all), an int or a tuple, as in torch.
+
+Each `backward_graph` is its `backward` written with Tensor ops, for create_graph=True (higher_order.py).
+"""
 from __future__ import annotations
 
 import numpy as np
 
 from seqlab.autograd.function import Function
+from seqlab.autograd.higher_order import constant, graph_input
+from seqlab.autograd.ops.movement import Expand, GetItem, Reshape
 from seqlab.backend import xp_of
 
 
@@ -39,6 +44,16 @@ def _expand_back(grad, shape, dims, keepdim):
     return grad
 
 
+def _expand_back_graph(g, dims, keepdim):
+    """`_expand_back` on a Tensor: the reduced gradient with its reduced dims put back as 1s."""
+    if keepdim:
+        return g
+    kept = list(g.shape)
+    for d in dims:
+        kept.insert(d, 1)
+    return Reshape.apply(g, shape=tuple(kept))
+
+
 class Sum(Function):
     def forward(self, a, dim=None, keepdim=False):
         self.shape, self.dims, self.keepdim = a.shape, normalize_dims(dim, a.ndim), keepdim
@@ -47,6 +62,9 @@ class Sum(Function):
     def backward(self, grad):
         g = _expand_back(grad, self.shape, self.dims, self.keepdim)
         return (xp_of(g).broadcast_to(g, self.shape),)
+
+    def backward_graph(self, g):
+        return (Expand.apply(_expand_back_graph(g, self.dims, self.keepdim), shape=self.shape),)
 
 
 class Mean(Function):
@@ -60,6 +78,9 @@ class Mean(Function):
     def backward(self, grad):
         g = _expand_back(grad, self.shape, self.dims, self.keepdim) / self.count
         return (xp_of(g).broadcast_to(g, self.shape),)
+
+    def backward_graph(self, g):
+        return (Expand.apply(_expand_back_graph(g, self.dims, self.keepdim) / self.count, shape=self.shape),)
 
 
 class Var(Function):
@@ -78,6 +99,13 @@ class Var(Function):
         g = _expand_back(grad, self.shape, self.dims, self.keepdim)
         return (g * (2.0 / self.denom) * self.centered,)
 
+    def backward_graph(self, g):
+        # the variance does not change when x shifts: the centered input stands in for x (same graph, x's
+        # creator), and centering it again gives the centered values with their dependence on x
+        x = graph_input(self, 0, self.centered)
+        centered = x - x.mean(self.dims, keepdim=True)
+        return (_expand_back_graph(g, self.dims, self.keepdim) * (2.0 / self.denom) * centered,)
+
 
 class Max(Function):
     """Max over `dim`; the gradient goes to the maximal entries (split equally on ties,
@@ -93,6 +121,9 @@ class Max(Function):
     def backward(self, grad):
         g = _expand_back(grad, self.shape, self.dims, self.keepdim)
         return (g * self.mask,)
+
+    def backward_graph(self, g):
+        return (_expand_back_graph(g, self.dims, self.keepdim) * constant(self.mask.astype(g.dtype)),)
 
 
 class MaxDim(Function):
@@ -114,6 +145,12 @@ class MaxDim(Function):
         xp.put_along_axis(out, self.idx, g, axis=self.dim)
         return (out,)
 
+    def backward_graph(self, g):
+        xp = xp_of(g.data)
+        onehot = xp.zeros(self.shape, dtype=g.dtype)  # 1 at the returned index
+        xp.put_along_axis(onehot, self.idx, g.dtype.type(1), axis=self.dim)
+        return (_expand_back_graph(g, (self.dim,), g.ndim == len(self.shape)) * constant(onehot),)
+
 
 class CumSum(Function):
     """Running sum along `dim` (as torch.cumsum: bool and integer inputs sum in int64); the gradient is the
@@ -126,6 +163,10 @@ class CumSum(Function):
     def backward(self, grad):
         xp = xp_of(grad)
         return (xp.flip(xp.cumsum(xp.flip(grad, self.dim), axis=self.dim), self.dim),)
+
+    def backward_graph(self, g):
+        flip = (slice(None),) * (self.dim % g.ndim) + (slice(None, None, -1),)
+        return (GetItem.apply(CumSum.apply(GetItem.apply(g, index=flip), dim=self.dim), index=flip),)
 
 
 class Prod(Function):

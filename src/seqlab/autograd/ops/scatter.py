@@ -54,3 +54,15 @@ class IndexPut(Function):
         if self.needs_input_grad[1]:
             gv = grad[self.index]  # the indexed shape; the engine sums it back to the values' shape
         return ga, gv
+
+    def backward_graph(self, g):
+        from seqlab.autograd.ops.movement import GetItem  # movement imports this module
+
+        if self.mode == "multiply":
+            self.backward(g.data)  # its error
+        ga = gv = None
+        if self.needs_input_grad[0]:
+            ga = g if self.mode == "add" else IndexPut.apply(g, g.dtype.type(0), index=self.index)
+        if self.needs_input_grad[1]:
+            gv = GetItem.apply(g, index=self.index)
+        return ga, gv
