@@ -95,6 +95,7 @@ MORE_OPS = {  # every op with a differentiable backward that the WGAN-GP and MLP
     "sinh_cosh": lambda lib, x: x.sinh() / x.cosh(),
     "asin_acos_atan": lambda lib, x: (x / 3).asin() * (x / 3).acos() + x.atan(),
     "erf": lambda lib, x: (x - 1).erf(),
+    "elu_celu": lambda lib, x: _F(lib).elu(x - 1.2, 0.7) ** 2 + _F(lib).celu(1.1 - x, 1.5),
     "atan2_hypot": lambda lib, x: lib.atan2(x, x * x - 1) + lib.hypot(x, 2 * x - 1),
     "clamp": lambda lib, x: x.clamp(0.8, 1.7) ** 3,
     "maximum": lambda lib, x: lib.maximum(x * x, 2 - x) ** 2,

@@ -1,8 +1,8 @@
 """Activations beyond the chapter's, with torch.nn.functional's names, arguments and defaults.
 
 `seqlab.functional` re-exports every public name here, so ``F.elu(x)`` works as in torch. Each function
-is composed of differentiable Tensor ops, so autograd derives its gradient; the one primitive, `Expm1`,
-is here for precision (exp(x) − 1 cancels for small x). Where a function has a kink, the composition
+is composed of differentiable Tensor ops, so autograd derives its gradient (its second one too); ELU's and
+CELU's eˣ − 1 is the `Expm1` op of ops/pointwise.py, for precision (exp(x) − 1 cancels for small x). Where a function has a kink, the composition
 is arranged so that the gradient at the kink is torch's (comments say how). `inplace=` is accepted for
 torch compatibility and ignored: a new tensor is returned, as `F.relu` does.
 """
@@ -13,8 +13,8 @@ import warnings
 import numpy as np
 
 from seqlab import random as _random
-from seqlab.autograd.function import Function
 from seqlab.autograd.ops import fused as Fu
+from seqlab.autograd.ops.pointwise import Expm1
 from seqlab.autograd.ops.reduce import normalize_dim
 from seqlab.autograd.tensor import Tensor
 from seqlab.backend import xp_of
@@ -26,20 +26,6 @@ __all__ = ["elu", "selu", "celu", "softplus", "softsign", "hardtanh", "relu6", "
 # SELU's constants (Klambauer et al. 2017, eq. 14): the fixed point of mean 0 and variance 1
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
-
-
-class Expm1(Function):
-    """eˣ − 1 by NumPy's expm1: exp(x) − 1 would lose the digits of a small x (in float32 at x = −1e-4,
-    about 1e-3 of the result). d/dx = eˣ = out + 1."""
-
-    def forward(self, a):
-        out = xp_of(a).expm1(a)
-        self.save_for_backward(out)
-        return out
-
-    def backward(self, grad):
-        (out,) = self.saved
-        return (grad * (out + 1),)
 
 
 def _negative_part(x: Tensor) -> Tensor:
