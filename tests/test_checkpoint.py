@@ -8,8 +8,7 @@ import torch
 import torch.utils.checkpoint as tcp
 
 import seqlab as sl
-import seqlab.nn as nn
-from seqlab import backend
+from seqlab import backend, nn
 from seqlab.models.bert import BertConfig, BertForMaskedLM
 from seqlab.models.gpt import GPT, GPTConfig
 from seqlab.models.t5 import T5Config, T5ForConditionalGeneration
@@ -239,3 +238,282 @@ def test_checkpointed_step_on_the_device_with_dropout(cuda):
     _, got = _step(model, ids, True)
     for name in want:
         np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+# ---- adversarial cases, each against torch's reentrant checkpoint (float64) or the same step without one ----
+
+def _xw(lib, seed: int = 7):
+    rng = np.random.default_rng(seed)
+    x, w = rng.standard_normal((3, 4)), rng.standard_normal((4, 4))
+    return lib.tensor(x, requires_grad=True), lib.tensor(w, requires_grad=True)
+
+
+def _tcp(fn, *args):
+    return tcp.checkpoint(fn, *args, use_reentrant=True)
+
+
+def _np(t):
+    return t.detach().numpy() if isinstance(t, torch.Tensor) else backend.to_numpy(t)
+
+
+def test_a_second_backward_with_retain_graph_adds_the_gradients_again_as_torch():
+    (xs, ws), (xt, wt) = _xw(sl), _xw(torch)
+    ls = (checkpoint(lambda x: (x @ ws).tanh(), xs) ** 2).sum()
+    lt = (_tcp(lambda x: (x @ wt).tanh(), xt) ** 2).sum()
+    for _ in range(2):
+        ls.backward(retain_graph=True)
+        lt.backward(retain_graph=True)
+    np.testing.assert_allclose(xs.grad, _np(xt.grad), rtol=1e-12)
+    np.testing.assert_allclose(ws.grad, _np(wt.grad), rtol=1e-12)
+
+
+def test_a_checkpoint_inside_a_checkpointed_function_matches_torch():
+    (xs, ws), (xt, wt) = _xw(sl), _xw(torch)
+
+    def outer(ck, w):
+        return lambda x: ck(lambda h: (h @ w).sin(), (x @ w).tanh()) * 2
+
+    ys = checkpoint(outer(checkpoint, ws), xs)
+    yt = _tcp(outer(_tcp, wt), xt)
+    (ys ** 2).sum().backward()
+    (yt ** 2).sum().backward()
+    np.testing.assert_allclose(ys.data, _np(yt), rtol=1e-12)
+    np.testing.assert_allclose(xs.grad, _np(xt.grad), rtol=1e-12)
+    np.testing.assert_allclose(ws.grad, _np(wt.grad), rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn", [lambda x: x, lambda x: x.reshape(12), lambda x: x[1:], lambda x: x.T],
+                         ids=["itself", "reshape", "slice", "transpose"])
+def test_a_function_returning_its_input_or_a_view_of_it_matches_torch(fn):
+    (xs, _), (xt, _) = _xw(sl), _xw(torch)
+    ys, yt = checkpoint(fn, xs), _tcp(fn, xt)
+    assert ys.shape == tuple(yt.shape) and ys.requires_grad
+    ((ys ** 2).sum() + (xs * 3).sum()).backward()
+    ((yt ** 2).sum() + (xt * 3).sum()).backward()
+    np.testing.assert_allclose(xs.grad, _np(xt.grad), rtol=1e-12)
+
+
+def test_integer_outputs_other_float_dtypes_and_non_tensors_come_back_as_torch():
+    """torch's Function outputs: an integer tensor without a graph, a float32 one computed from float64
+    inputs with its gradient (in its own dtype), a Python number as it is."""
+    (xs, ws), (xt, wt) = _xw(sl), _xw(torch)
+
+    def f(w):
+        return lambda x: ((x @ w).tanh(), x.argmax(-1), (x * w[0]).float(), 3, None)
+
+    a, i, b, n, none = checkpoint(f(ws), xs)
+    at, it, bt, nt, _ = _tcp(f(wt), xt)
+    assert (n, none) == (nt, None) == (3, None)
+    assert i.dtype == np.int64 and not i.requires_grad and not it.requires_grad
+    np.testing.assert_array_equal(i.data, _np(it))
+    assert a.dtype == np.float64 and b.dtype == np.float32 and a.requires_grad and b.requires_grad
+    ((a ** 2).sum() + (b ** 3).sum()).backward()
+    ((at ** 2).sum() + (bt ** 3).sum()).backward()
+    np.testing.assert_allclose(xs.grad, _np(xt.grad), rtol=1e-6)
+    np.testing.assert_allclose(ws.grad, _np(wt.grad), rtol=1e-6)
+    only_int = checkpoint(lambda x: x.argmax(-1), xs)  # nothing to differentiate: a plain tensor
+    assert not only_int.requires_grad and only_int.dtype == np.int64
+    with pytest.raises(TypeError, match="must return a Tensor or a tuple"):
+        checkpoint(lambda x: {"out": x * 2}, xs)  # torch's reentrant returns it cut off the graph
+
+
+def test_no_tensor_arguments_and_keyword_tensors():
+    (xs, ws), (xt, wt) = _xw(sl), _xw(torch)
+    checkpoint(lambda: (xs.detach() @ ws).tanh()).sum().backward()
+    (xt.detach() @ wt).tanh().sum().backward()
+    np.testing.assert_allclose(ws.grad, _np(wt.grad), rtol=1e-12)
+    ws.grad = None
+    checkpoint(lambda x, *, w: (x @ w).tanh(), xs, w=ws).sum().backward()  # torch's reentrant refuses kwargs
+    np.testing.assert_allclose(ws.grad, _np(wt.grad), rtol=1e-12)
+
+
+def test_an_input_changed_in_place_before_backward_is_refused():
+    _, ws = _xw(sl)
+    h = sl.tensor(np.ones((3, 4)))
+    y = checkpoint(lambda x: (x @ ws).tanh(), h)
+    h.mul_(2)
+    with pytest.raises(RuntimeError, match="changed in place"):
+        y.sum().backward()
+
+
+def test_a_parameter_changed_in_place_before_backward_is_refused_as_without_checkpoint():
+    """The recomputation would read the new weights: a gradient of a forward that never ran (torch computes
+    it). The step without a checkpoint is refused by the engine's version check; so is this one."""
+    xs, ws = _xw(sl)
+    for ck in (False, True):
+        y = checkpoint(lambda x: (x @ ws).tanh(), xs) if ck else (xs @ ws).tanh()
+        with sl.no_grad():
+            ws.mul_(2)
+        with pytest.raises(RuntimeError, match="changed in place"):
+            y.sum().backward()
+
+
+def test_a_function_that_changes_a_parameter_itself_each_time_is_not_refused():
+    xs, ws = _xw(sl)
+
+    def f(x):
+        with sl.no_grad():
+            ws.clamp_(-1.0, 1.0)  # the same change each time it runs: the recomputation reads what the forward read
+        return (x @ ws).tanh()
+
+    y = checkpoint(f, xs)
+    y.sum().backward()
+    want_x, want_w = xs.grad.copy(), ws.grad.copy()
+    xs.grad = ws.grad = None
+    f(xs).sum().backward()
+    np.testing.assert_allclose(xs.grad, want_x, rtol=1e-12)
+    np.testing.assert_allclose(ws.grad, want_w, rtol=1e-12)
+
+
+def test_autograd_grad_and_backward_inputs_through_a_checkpoint_are_refused_as_torch():
+    """torch's reentrant checkpoint raises there; before, seqlab's returned the input's gradient and
+    changed the .grad of the parameters inside behind autograd.grad's back."""
+    xt, wt = _xw(torch)
+    with pytest.raises(RuntimeError, match="incompatible with .grad()"):
+        torch.autograd.grad(_tcp(lambda x: (x @ wt).tanh(), xt).sum(), xt)
+    xs, ws = _xw(sl)
+    with pytest.raises(RuntimeError, match=r"not compatible with autograd.grad\(\) or backward\(inputs"):
+        sl.autograd.grad(checkpoint(lambda x: (x @ ws).tanh(), xs).sum(), xs)
+    with pytest.raises(RuntimeError, match="not compatible with autograd.grad"):
+        sl.autograd.grad(checkpoint(lambda x: (x @ ws).tanh(), xs).sum(), [xs, ws], allow_unused=True)
+    with pytest.raises(RuntimeError, match="not compatible with autograd.grad"):
+        checkpoint(lambda x: (x @ ws).tanh(), xs).sum().backward(inputs=[xs])
+    assert ws.grad is None and xs.grad is None
+
+
+def test_a_checkpoint_off_the_targeted_path_still_works_and_a_plain_backward_inside_anomaly_mode():
+    xs, ws = _xw(sl)
+    a = sl.tensor(np.arange(4.0), requires_grad=True)
+    y = checkpoint(lambda x: (x @ ws).tanh(), xs).sum() + (a ** 2).sum()
+    (ga,) = sl.autograd.grad(y, a)  # only the plain branch runs
+    np.testing.assert_allclose(ga.data, 2 * np.arange(4.0))
+    assert ws.grad is None
+    xt, wt = _xw(torch)
+    with sl.autograd.detect_anomaly():
+        checkpoint(lambda x: (x @ ws).tanh(), xs).sum().backward()
+    _tcp(lambda x: (x @ wt).tanh(), xt).sum().backward()
+    np.testing.assert_allclose(xs.grad, _np(xt.grad), rtol=1e-12)
+    np.testing.assert_allclose(ws.grad, _np(wt.grad), rtol=1e-12)
+    with sl.autograd.detect_anomaly(), pytest.raises(RuntimeError, match="returned nan"):
+        checkpoint(lambda x: (x @ ws).sqrt(), xs).sum().backward()
+
+
+def test_a_hook_inside_the_function_runs_in_the_recomputation_as_torch():
+    (xs, ws), (xt, wt) = _xw(sl), _xw(torch)
+
+    def f(w):
+        def run(x):
+            h = x @ w
+            if h.requires_grad:  # in the first forward nothing inside requires grad, as in torch
+                h.register_hook(lambda g: g * 2)
+            return h.tanh()
+        return run
+
+    checkpoint(f(ws), xs).sum().backward()
+    _tcp(f(wt), xt).sum().backward()
+    np.testing.assert_allclose(xs.grad, _np(xt.grad), rtol=1e-12)
+    np.testing.assert_allclose(ws.grad, _np(wt.grad), rtol=1e-12)
+
+
+def test_a_recomputation_that_differs_from_the_forward_is_refused():
+    xs, _ = _xw(sl)
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return x[: 4 - len(calls)] * 2
+
+    y = checkpoint(f, xs)
+    with pytest.raises(RuntimeError, match="the recomputation in backward returned"):
+        y.sum().backward()
+
+
+def _count_checkpoints(monkeypatch) -> list:
+    from seqlab.utils import checkpoint as module
+
+    calls, original = [], module._Checkpoint.apply_with_fn.__func__
+    monkeypatch.setattr(module._Checkpoint, "apply_with_fn",
+                        classmethod(lambda cls, *a, **k: calls.append(1) or original(cls, *a, **k)))
+    return calls
+
+
+def _masked_inputs():
+    rng = np.random.default_rng(0)
+    ids = rng.integers(1, 50, (3, 7))
+    pad, left = np.ones((3, 7), dtype=np.int64), np.ones((3, 7), dtype=np.int64)
+    pad[0, 5:], pad[1, 3:] = 0, 0
+    left[0, :2], left[2, :4] = 0, 0
+    dec, dec_mask = rng.integers(1, 50, (3, 5)), np.ones((3, 5), dtype=np.int64)
+    dec_mask[2, 3:] = 0
+    return ids, pad, left, dec, dec_mask
+
+
+def _cases():
+    from seqlab.models.bert import BertForSequenceClassification
+    from seqlab.models.gpt import GPTForSequenceClassification
+
+    ids, pad, left, dec, dec_mask = _masked_inputs()
+    gpt = GPTConfig(vocab_size=50, n_layer=3, n_head=2, n_embd=16, n_positions=16, pad_token_id=0, num_labels=3)
+    bert = BertConfig(vocab_size=50, num_hidden_layers=3, num_attention_heads=2, hidden_size=16,
+                      intermediate_size=32, num_labels=3)
+    labels = np.array([0, 2, 1])
+    return {
+        "gpt-left-padding": (lambda: GPT(gpt), {"input_ids": ids, "attention_mask": left, "labels": ids}, 3),
+        "gpt-classifier": (lambda: GPTForSequenceClassification(gpt),
+                           {"input_ids": ids, "attention_mask": pad, "labels": labels}, 3),
+        "bert-padding": (_bert, {"input_ids": ids, "attention_mask": pad, "labels": ids}, 3),
+        "bert-classifier": (lambda: BertForSequenceClassification(bert),
+                            {"input_ids": ids, "attention_mask": pad, "labels": labels}, 3),
+        "t5-masks": (_t5, {"input_ids": ids, "attention_mask": pad, "labels": dec,
+                           "decoder_attention_mask": dec_mask}, 4),
+    }
+
+
+@pytest.mark.parametrize("case", ["gpt-left-padding", "gpt-classifier", "bert-padding", "bert-classifier",
+                                  "t5-masks"])
+def test_models_with_masks_and_heads_give_the_same_gradients_in_float64(case, monkeypatch):
+    """Every layer under a checkpoint (counted), with padding masks and the classification heads; for T5
+    the encoder's blocks get their gradients through the decoder's cross-attention."""
+    make, inputs, n_layers = _cases()[case]
+    sl.manual_seed(0)
+    model = make().double()
+    calls = _count_checkpoints(monkeypatch)
+
+    def step(on: bool) -> dict:
+        sl.manual_seed(3)
+        model.train()
+        model.zero_grad()
+        (model.gradient_checkpointing_enable if on else model.gradient_checkpointing_disable)()
+        model(**inputs).loss.backward()
+        return _grads(model)
+
+    want = step(False)
+    assert calls == []
+    got = step(True)
+    assert len(calls) == n_layers
+    assert set(got) == set(want)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-10, atol=1e-13, err_msg=name)
+    if case == "t5-masks":
+        encoder = [n for n in want if n.startswith("encoder.block")]
+        assert encoder and all(np.abs(want[n]).max() > 0 for n in encoder)
+    model.eval()  # in eval mode, and under no_grad in training, the layers are plain calls
+    model(**inputs).loss.backward()
+    model.train()
+    with sl.no_grad():
+        model(**inputs)
+    assert len(calls) == n_layers
+
+
+def test_mixed_outputs_on_the_device(cuda):
+    """The joined output and its cast pieces on device "cuda" (the stand-in here, CuPy on a GPU)."""
+    xs, ws = (t.to("cuda") for t in _xw(sl))
+    xs, ws = xs.detach().requires_grad_(), ws.detach().requires_grad_()
+    a, i, b = checkpoint(lambda x: ((x @ ws).tanh(), x.argmax(-1), (x * ws[0]).float()), xs)
+    assert a.device == b.device == i.device == "cuda" and b.dtype == np.float32
+    ((a ** 2).sum() + (b ** 3).sum()).backward()
+    xt, wt = _xw(torch)
+    at, bt = (xt @ wt).tanh(), (xt * wt[0]).float()
+    ((at ** 2).sum() + (bt ** 3).sum()).backward()
+    np.testing.assert_allclose(backend.to_numpy(xs.grad), _np(xt.grad), rtol=1e-6)
+    np.testing.assert_allclose(backend.to_numpy(ws.grad), _np(wt.grad), rtol=1e-6)

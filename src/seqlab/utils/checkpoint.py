@@ -10,20 +10,52 @@ The random stream is put back before the recomputation (``preserve_rng_state=Tru
 dropout draws the same masks both times and the gradients are those of the forward that ran.
 
 This is torch's *reentrant* variant (``use_reentrant=True``): the recomputation runs its own backward
-pass, which adds the gradients of the parameters used inside `fn` straight into their ``.grad``. As with
-torch's reentrant checkpoint, those parameters are therefore not reached by ``autograd.grad`` or by
-``backward(inputs=...)``; plain ``loss.backward()`` is what it is for. Unlike torch's, it also works when
-no input requires grad (the first block's input may be a plain tensor): the parameters inside still get
-their gradients. ``use_reentrant`` is accepted for torch code and changes nothing.
+pass, which adds the gradients of the parameters used inside `fn` straight into their ``.grad``.
+``use_reentrant`` is accepted for torch code and changes nothing. As torch's reentrant checkpoint:
+
+- ``autograd.grad`` and ``backward(inputs=...)`` through a checkpoint raise a RuntimeError when they reach
+  it (the parameters inside are no inputs of the checkpoint, so they cannot be chosen, and their ``.grad``
+  would change behind the call's back); ``autograd.grad(..., create_graph=True)`` is refused too. When
+  only parameters inside are asked for, the checkpoint is not on the way to them and never runs: they come
+  out unused (an error, or None with ``allow_unused=True``), as in torch. Plain ``loss.backward()`` is what
+  it is for (``retain_graph=True`` and a second backward add the gradients again, as torch).
+- Hooks on tensors made inside `fn` run in the recomputation's backward; register them where the tensor
+  requires grad (``if h.requires_grad:``): in the first forward nothing inside does, and ``register_hook``
+  raises there. ``retain_grad()`` fills the recomputation's tensor, not the one the first forward made.
+- Every tensor with a graph that `fn` uses must come in as an argument: a non-leaf tensor reached by a
+  closure breaks backward (torch fails there as well). Leaves (parameters) by closure are fine.
+- ``fn`` returns a Tensor or a tuple (or list; returned as a tuple). Floating-point tensors in it carry
+  gradients, in their own dtypes; integer and bool tensors come back without a graph, and anything else
+  (None, a number) as it is. A tensor returned unchanged, or a view of an input, shares the input's memory.
+
+Where it differs from torch's, on purpose:
+
+- It also works when no input requires grad (the first block's input may be a plain tensor): the
+  parameters inside still get their gradients (torch's leaves them None, with a warning).
+- Keyword arguments are passed (torch's reentrant variant refuses them); tensors among them are inputs
+  as the positional ones.
+- A dict (or any other non-tuple) result is refused with a TypeError (torch's returns it cut off the graph).
+- In-place changes are refused at backward, with a RuntimeError, not only for the inputs (as torch, and as
+  seqlab's engine does for every op) but also for what `fn` reads besides them, such as its parameters,
+  when changed by counted in-place ops (``mul_``, ``copy_``, ``zero_``...) between the forward and the
+  backward: the recomputation would use the new values (torch 2.x computes that wrong gradient
+  silently). Changes through ``.data`` (as optimizers make) are not counted, as in torch; changes `fn`
+  itself makes each time it runs are its own.
+- A recomputation that returns other shapes or dtypes than the forward did (a function that is not
+  deterministic but for the random stream) is refused, naming both.
 """
 from __future__ import annotations
 
 import copy
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from seqlab import random as _random
 from seqlab.autograd import engine
+from seqlab.autograd import versions as _versions
 from seqlab.autograd.function import Function, enable_grad, is_grad_enabled, no_grad
 from seqlab.autograd.tensor import Tensor
 from seqlab.backend import xp_of
@@ -44,19 +76,79 @@ def _set_rng_state(state: tuple) -> None:
 
 
 def _outputs(out, where: str) -> tuple[list, bool]:
-    """fn's result as a list of Tensors (None kept in place) and whether it was one Tensor."""
+    """fn's result as a list (a tuple's or list's items, anything kept in place) and whether it was one Tensor."""
     if isinstance(out, Tensor):
         return [out], True
-    if isinstance(out, (tuple, list)) and all(o is None or isinstance(o, Tensor) for o in out) \
-            and any(o is not None for o in out):
+    if isinstance(out, (tuple, list)):
         return list(out), False
-    raise TypeError(f"checkpoint: {where} must return a Tensor or a tuple of Tensors (None allowed), "
-                    f"got {type(out).__name__}")
+    raise TypeError(f"checkpoint: {where} must return a Tensor or a tuple of Tensors (other items are passed "
+                    f"through), got {type(out).__name__}")
+
+
+_CARRIED = object()  # in _Checkpoint.passed: an output that comes back out of the node's own output
+
+
+def _differentiable(o) -> bool:
+    """A floating-point Tensor: an output the checkpoint carries a gradient for (others come back as they are)."""
+    return isinstance(o, Tensor) and o.dtype.kind == "f"
+
+
+def _in_targeted_pass() -> bool:
+    """True when the backward pass running now is the engine's targeted one (`engine.run_graph` with
+    `targets`: `autograd.grad`, `backward(inputs=...)`), False in a plain `backward()`.
+
+    The engine passes a Function's backward only the gradient, so this looks at the call stack: the nearest
+    frame of `run_graph` (its `targets` argument) or `run_backward`. In a plain backward that is
+    run_backward's, whose locals are not read; reading run_graph's (Python < 3.13 copies them into a dict
+    the frame keeps) holds one gradient array a little longer, in the anomaly mode or a nested checkpoint.
+    tests/test_checkpoint.py holds this to what it claims, so a change of the engine's names shows there.
+    (A flag set by the engine's targeted pass would be simpler: a change for engine.py.)"""
+    graph, plain = engine.run_graph.__code__, engine.run_backward.__code__
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is graph:
+            return frame.f_locals.get("targets") is not None
+        if frame.f_code is plain:
+            return False
+        frame = frame.f_back
+    return False
+
+
+_TARGETED = ("checkpoint is not compatible with autograd.grad() or backward(inputs=...), as torch's reentrant "
+             "checkpoint (use_reentrant=True) is not: the recomputation's own backward pass would put the "
+             "gradients of the parameters used inside the checkpointed function into their .grad, and none of "
+             "them can be returned or chosen from outside. Call backward() without inputs, or run without "
+             "checkpoints (call the function directly; model.gradient_checkpointing_disable())")
+
+
+def _check_unchanged(starts: list, since: int, until: int) -> None:
+    """RuntimeError if an array that the recomputation's graph reads (a leaf's, such as a parameter's, or one
+    an op saved) was changed in place between the checkpointed forward (clock `since`) and the
+    recomputation (clock `until`): the recomputation would have used the new values, a gradient of a
+    forward that never ran. Without a checkpoint the engine's version check refuses the same backward.
+    Changes the function itself makes while it runs (after `until`) are its own business."""
+    for node in engine.topological_order(*starts):
+        arrays = node.saved if isinstance(node, Function) else (node.data,)
+        for arr in arrays:
+            if not hasattr(arr, "shape"):
+                continue
+            root = _versions._root(arr)
+            entry = _versions._changed.get(id(root))
+            if entry is not None and entry[0]() is root and since < entry[2] <= until:
+                what = f"an op's saved array ({type(node).__name__})" if isinstance(node, Function) else \
+                    "a tensor that requires grad (a parameter?)"
+                raise RuntimeError(
+                    f"checkpoint: {what} of shape {tuple(arr.shape)}, used inside the checkpointed function, "
+                    f"was changed in place (zero_, fill_, copy_, mul_ and the like) after the checkpointed "
+                    f"forward and before its backward: the recomputation would use the new values. Change it "
+                    f"after backward(), or change a clone()")
 
 
 class _Checkpoint(Function):
-    """One node standing for all of `fn`: its output is fn's output, or every output of fn raveled
-    and joined (`checkpoint` cuts them apart again), so the node has a single output as any op.
+    """One node standing for all of `fn`: its output is fn's floating-point output, or all of them raveled
+    and joined in their common dtype (`checkpoint` cuts them apart and casts them back), so the node has a
+    single output as any op. fn's other results (integer or bool tensors, None, anything else in its
+    tuple) are no part of it: `checkpoint` returns them as the forward made them, without a graph.
 
     Its inputs are fn's positional arguments, then the values of its keyword arguments (`names` says
     which keyword each of those is), then maybe a dummy leaf that is never passed to fn."""
@@ -64,21 +156,26 @@ class _Checkpoint(Function):
     def forward(self, *arrays, run, is_tensor, names, n_call, preserve_rng_state):
         self.run, self.is_tensor, self.names, self.n_call = run, is_tensor, names, n_call
         self.rng = _rng_state() if preserve_rng_state else None
-        self.save_for_backward(*arrays)
+        self.save_for_backward(*arrays)  # notes the clock: the engine refuses backward if one changes in place
         with no_grad():
-            outs, self.single = _outputs(self._call(arrays, False), "the function")
-        self.layout = [None if o is None else o.shape for o in outs]
-        tensors = [o.data for o in outs if o is not None]
-        dtypes = {t.dtype for t in tensors}
-        if len(dtypes) > 1:
-            raise TypeError(f"checkpoint: the function's outputs must share one dtype, got {sorted(map(str, dtypes))}")
+            outs, self.single = _outputs(self._call(arrays, False)[1], "the function")
+        self.forward_clock = _versions._clock  # what changes in place after this, _check_unchanged catches
+        # what the forward returns: _CARRIED for an output the node carries, else the output itself (popped by
+        # `checkpoint` at once, so the node holds none of them until backward)
+        self.passed = [_CARRIED if _differentiable(o) else o for o in outs]
+        tensors = [o.data for o in outs if _differentiable(o)]
+        self.layout = [(t.shape, t.dtype) for t in tensors]
+        if not tensors:  # nothing to differentiate: an empty output, so the node is one as any other
+            return np.zeros(0)
         if self.single:
             return tensors[0]
-        return xp_of(tensors[0]).concatenate([t.reshape(-1) for t in tensors])
+        xp = xp_of(tensors[0])
+        dtype = xp.result_type(*[t.dtype for t in tensors])
+        return xp.concatenate([t.reshape(-1).astype(dtype, copy=False) for t in tensors])
 
     def _call(self, arrays, leaves: bool):
-        """fn on the saved inputs: each Tensor rebuilt from its array (for the recomputation, as a leaf that
-        requires grad where the original did; kept in self.leaves), the other arguments as they were."""
+        """(the arguments, fn's result) on the saved inputs: each Tensor rebuilt from its array (for the
+        recomputation, as a leaf that requires grad where the original did), the others as they were."""
         values = []
         for i, (a, was_tensor) in enumerate(zip(arrays[:self.n_call], self.is_tensor)):
             if was_tensor:
@@ -86,36 +183,45 @@ class _Checkpoint(Function):
                 if leaves and self.needs_input_grad[i]:
                     a.requires_grad = True
             values.append(a)
-        self.leaves = values
         n_pos = self.n_call - len(self.names)
-        return self.run(*values[:n_pos], **dict(zip(self.names, values[n_pos:])))
+        return values, self.run(*values[:n_pos], **dict(zip(self.names, values[n_pos:])))
 
     def backward(self, grad):
+        if _in_targeted_pass():
+            raise RuntimeError(_TARGETED)
+        until = _versions._clock
         current = None
         if self.rng is not None:
             current = _rng_state()
             _set_rng_state(self.rng)
         try:
             with enable_grad():
-                outs, _ = _outputs(self._call(self.saved, True), "the function")
+                leaves, out = self._call(self.saved, True)
+                outs, _ = _outputs(out, "the function")
         finally:
             if current is not None:
                 _set_rng_state(current)
-        grads = [grad] if self.single else _cut(grad, self.layout)
-        pairs = [(o, g) for o, g in zip(outs, grads) if o is not None and o.requires_grad]
+        outs = [o for o in outs if _differentiable(o)]
+        got = [(tuple(o.shape), o.dtype) for o in outs]
+        if got != [(tuple(s), d) for s, d in self.layout]:
+            raise RuntimeError(f"checkpoint: the recomputation in backward returned {got} (shape, dtype) but the "
+                               f"forward returned {self.layout}: the function must compute the same both times")
+        grads = [grad] if self.single else [g.astype(d, copy=False) for g, (_, d) in
+                                             zip(_cut(grad, [s for s, _ in self.layout]), self.layout)]
+        pairs = [(o, g) for o, g in zip(outs, grads) if o.requires_grad]
         if pairs:  # the recomputation's own backward: the parameters inside get their .grad here
+            starts = [o if o._ctx is None else o._ctx for o, _ in pairs]
+            if until != self.forward_clock:  # something was changed in place since the forward
+                _check_unchanged(starts, self.forward_clock, until)
             engine.run_graph([o for o, _ in pairs], [g for _, g in pairs])
-        found = [a.grad if isinstance(a, Tensor) and a.requires_grad else None for a in self.leaves]
+        found = [a.grad if isinstance(a, Tensor) and a.requires_grad else None for a in leaves]
         return tuple(found) + (None,) * (len(self.needs_input_grad) - len(found))
 
 
-def _cut(joined, layout: list) -> list:
-    """The pieces of a joined 1-d array (or Tensor), one per output shape in `layout` (None kept)."""
+def _cut(joined, shapes: list) -> list:
+    """The pieces of a joined 1-d array (or Tensor), one per shape."""
     pieces, start = [], 0
-    for shape in layout:
-        if shape is None:
-            pieces.append(None)
-            continue
+    for shape in shapes:
         n = 1
         for s in shape:
             n *= s
@@ -128,10 +234,11 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
                preserve_rng_state: bool = True, **kwargs: Any):
     """``function(*args, **kwargs)`` without keeping its activations for backward; they are recomputed
     when backward reaches it (see the module's docstring). Returns what ``function`` returns: a Tensor or
-    a tuple of Tensors (None allowed). When grad is off (``no_grad``) it is a plain call.
+    a tuple (its floating-point tensors with a graph, other items as they are). When grad is off
+    (``no_grad``) it is a plain call.
 
     Every tensor with a graph that `function` uses must come in through `args` or `kwargs`: one it
-    reaches by a closure is not recorded by the checkpoint."""
+    reaches by a closure is not recorded by the checkpoint, and breaks backward."""
     del use_reentrant  # torch's two variants give the same gradients here
     if not is_grad_enabled():
         return function(*args, **kwargs)
@@ -144,7 +251,17 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
         inputs.append(Tensor(0.0, requires_grad=True))
     out, fn = _Checkpoint.apply_with_fn(*inputs, run=function, is_tensor=is_tensor, names=names, n_call=n_call,
                                         preserve_rng_state=preserve_rng_state)
-    return out if fn.single else tuple(_cut(out, fn.layout))
+    passed, fn.passed = fn.passed, None
+    if fn.single:
+        return out if passed[0] is _CARRIED else passed[0]
+    pieces, dtypes = iter(_cut(out, [s for s, _ in fn.layout])), iter([d for _, d in fn.layout])
+    results = []
+    for item in passed:
+        if item is _CARRIED:
+            piece, dtype = next(pieces), next(dtypes)
+            item = piece if piece.dtype == dtype else piece.astype(dtype)
+        results.append(item)
+    return tuple(results)
 
 
 def checkpoint_sequential(functions: Sequence[Callable] | Any, segments: int, input: Tensor, *,
