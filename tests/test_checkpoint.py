@@ -267,6 +267,7 @@ def test_a_second_backward_with_retain_graph_adds_the_gradients_again_as_torch()
     np.testing.assert_allclose(ws.grad, _np(wt.grad), rtol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore:None of the inputs have requires_grad:UserWarning")  # torch's, inner call
 def test_a_checkpoint_inside_a_checkpointed_function_matches_torch():
     (xs, ws), (xt, wt) = _xw(sl), _xw(torch)
 
@@ -389,12 +390,13 @@ def test_a_checkpoint_off_the_targeted_path_still_works_and_a_plain_backward_ins
     np.testing.assert_allclose(ga.data, 2 * np.arange(4.0))
     assert ws.grad is None
     xt, wt = _xw(torch)
-    with sl.autograd.detect_anomaly():
+    with pytest.warns(UserWarning, match="Anomaly Detection"), sl.autograd.detect_anomaly():
         checkpoint(lambda x: (x @ ws).tanh(), xs).sum().backward()
     _tcp(lambda x: (x @ wt).tanh(), xt).sum().backward()
     np.testing.assert_allclose(xs.grad, _np(xt.grad), rtol=1e-12)
     np.testing.assert_allclose(ws.grad, _np(wt.grad), rtol=1e-12)
-    with sl.autograd.detect_anomaly(), pytest.raises(RuntimeError, match="returned nan"):
+    with pytest.warns(UserWarning, match="Anomaly Detection"), sl.autograd.detect_anomaly(), \
+            np.errstate(invalid="ignore"), pytest.raises(RuntimeError, match="returned nan"):
         checkpoint(lambda x: (x @ ws).sqrt(), xs).sum().backward()
 
 

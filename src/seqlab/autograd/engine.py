@@ -52,6 +52,13 @@ NO_DOUBLE_BACKWARD = ("backward(create_graph=True) is not supported: a .grad in 
                       "holds no graph; for double backward use seqlab.autograd.grad(outputs, inputs, "
                       "create_graph=True), which returns the gradients as Tensors you can differentiate again")
 _check_nan = False  # set by anomaly.set_detect_anomaly: every op's gradients are checked for NaN (run_graph)
+_targeted = 0  # run_graph passes with `targets` now running (autograd.grad, backward(inputs=)); see targeted()
+
+
+def targeted() -> bool:
+    """True while a targeted pass (`run_graph` with `targets`: autograd.grad, backward(inputs=...)) is
+    running, so an op's backward can refuse what it cannot do there (utils.checkpoint's recomputation)."""
+    return _targeted > 0
 
 
 def _is_freed(node) -> bool:
@@ -273,6 +280,18 @@ def run_graph(roots: list, root_grads: list, retain_graph: bool = False, targets
     are freed; hooks (and retain_grad) run on those paths only, a target's own hooks before its
     gradient is captured. A target's op runs only if a further target lies behind it.
     """
+    global _targeted
+    if targets is not None:
+        _targeted += 1
+        try:
+            return _run_graph(roots, root_grads, retain_graph, targets)
+        finally:
+            _targeted -= 1
+    return _run_graph(roots, root_grads, retain_graph, None)
+
+
+def _run_graph(roots: list, root_grads: list, retain_graph: bool, targets: list | None):
+    """run_graph's pass (see there)."""
     retain_freed_memory_once()
     starts = [r if r._ctx is None else r._ctx for r in roots]
     order = topological_order(*starts)

@@ -47,7 +47,6 @@ Where it differs from torch's, on purpose:
 from __future__ import annotations
 
 import copy
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -91,27 +90,6 @@ _CARRIED = object()  # in _Checkpoint.passed: an output that comes back out of t
 def _differentiable(o) -> bool:
     """A floating-point Tensor: an output the checkpoint carries a gradient for (others come back as they are)."""
     return isinstance(o, Tensor) and o.dtype.kind == "f"
-
-
-def _in_targeted_pass() -> bool:
-    """True when the backward pass running now is the engine's targeted one (`engine.run_graph` with
-    `targets`: `autograd.grad`, `backward(inputs=...)`), False in a plain `backward()`.
-
-    The engine passes a Function's backward only the gradient, so this looks at the call stack: the nearest
-    frame of `run_graph` (its `targets` argument) or `run_backward`. In a plain backward that is
-    run_backward's, whose locals are not read; reading run_graph's (Python < 3.13 copies them into a dict
-    the frame keeps) holds one gradient array a little longer, in the anomaly mode or a nested checkpoint.
-    tests/test_checkpoint.py holds this to what it claims, so a change of the engine's names shows there.
-    (A flag set by the engine's targeted pass would be simpler: a change for engine.py.)"""
-    graph, plain = engine.run_graph.__code__, engine.run_backward.__code__
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code is graph:
-            return frame.f_locals.get("targets") is not None
-        if frame.f_code is plain:
-            return False
-        frame = frame.f_back
-    return False
 
 
 _TARGETED = ("checkpoint is not compatible with autograd.grad() or backward(inputs=...), as torch's reentrant "
@@ -187,7 +165,7 @@ class _Checkpoint(Function):
         return values, self.run(*values[:n_pos], **dict(zip(self.names, values[n_pos:])))
 
     def backward(self, grad):
-        if _in_targeted_pass():
+        if engine.targeted():
             raise RuntimeError(_TARGETED)
         until = _versions._clock
         current = None
