@@ -81,6 +81,14 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
         return _grad_graph(outputs, root_grads, grad_outputs, bool(retain_graph), inputs, allow_unused,
                            materialize_grads)
     grads = engine.run_graph(outputs, root_grads, bool(retain_graph), inputs)
+    # one tensor named twice: two results, not two views of one array
+    return _results(inputs, grads, allow_unused, materialize_grads,
+                    lambda g, again: Tensor._from_op(g.copy() if again else g, None))
+
+
+def _results(inputs: list, grads: list, allow_unused: bool, materialize_grads: bool, wrap) -> tuple:
+    """One result per input: `wrap(gradient, already_returned)`, or for an input no output reached torch's
+    error, None (allow_unused) or zeros (materialize_grads)."""
     result, seen = [], set()
     for i, (t, g) in enumerate(zip(inputs, grads)):
         if g is None:
@@ -89,8 +97,8 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
                                    "the graph. Set allow_unused=True if this is the desired behavior.")
             result.append(Tensor._from_op(backend.xp_of(t.data).zeros_like(t.data), None)
                           if materialize_grads else None)
-        else:  # one tensor named twice: two results, not two views of one array
-            result.append(Tensor._from_op(g.copy() if id(g) in seen else g, None))
+        else:
+            result.append(wrap(g, id(g) in seen))
             seen.add(id(g))
     return tuple(result)
 
@@ -109,15 +117,5 @@ def _grad_graph(outputs: list, root_grads: list, grad_outputs, retain_graph: boo
         else:
             roots.append(Tensor._from_op(arr, None))
     grads = higher_order.run_graph_differentiable(outputs, roots, retain_graph, inputs)
-    result, seen = [], set()
-    for i, (t, g) in enumerate(zip(inputs, grads)):
-        if g is None:
-            if not allow_unused:
-                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in "
-                                   "the graph. Set allow_unused=True if this is the desired behavior.")
-            result.append(Tensor._from_op(backend.xp_of(t.data).zeros_like(t.data), None)
-                          if materialize_grads else None)
-        else:  # one gradient handed to two results (an input named twice, a root grad): two tensors
-            result.append(g.clone() if id(g) in seen else g)
-            seen.add(id(g))
-    return tuple(result)
+    # one gradient handed to two results (an input named twice, a root grad): two tensors
+    return _results(inputs, grads, allow_unused, materialize_grads, lambda g, again: g.clone() if again else g)
