@@ -519,3 +519,25 @@ def test_mixed_outputs_on_the_device(cuda):
     ((at ** 2).sum() + (bt ** 3).sum()).backward()
     np.testing.assert_allclose(backend.to_numpy(xs.grad), _np(xt.grad), rtol=1e-6)
     np.testing.assert_allclose(backend.to_numpy(ws.grad), _np(wt.grad), rtol=1e-6)
+
+
+@pytest.mark.parametrize("make", [_gpt, _t5], ids=["gpt", "t5"])
+def test_use_cache_in_training_under_checkpoints_is_turned_off_with_transformers_warning(make):
+    """As transformers: a cache would be written again by every recomputation, so it is dropped, with
+    its warning, and the layers still run under checkpoints (the same gradients as the plain step)."""
+    sl.manual_seed(0)
+    model = make()
+    ids = np.random.default_rng(0).integers(0, 50, (2, 7))
+    _, want = _step(model, ids, False)
+    model.gradient_checkpointing_enable()
+    sl.manual_seed(3)
+    model.zero_grad()
+    with pytest.warns(UserWarning, match="incompatible with gradient checkpointing"):
+        out = model(input_ids=ids, labels=ids, use_cache=True)
+    assert out.past_key_values is None
+    out.loss.backward()
+    for name, g in _grads(model).items():
+        np.testing.assert_allclose(g, want[name], rtol=1e-5, atol=1e-6, err_msg=name)
+    model.eval()  # outside training the cache is kept, silently
+    with sl.no_grad():
+        assert model(input_ids=ids, labels=ids, use_cache=True).past_key_values is not None

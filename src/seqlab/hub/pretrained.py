@@ -271,7 +271,8 @@ class PreTrainedModel:
         """Run every layer under `seqlab.utils.checkpoint.checkpoint` in training: its activations are not
         kept for backward but recomputed there, so a step holds about one layer's activations instead
         of all of them, for about one more forward pass of time. `gradient_checkpointing_kwargs` go to
-        `checkpoint` (``preserve_rng_state``, ``use_reentrant``). Layers run with a KV cache, or asked for
+        `checkpoint` (``preserve_rng_state``, ``use_reentrant``). In training ``use_cache=True`` is turned
+        off, with transformers' warning; layers given a cache (``past_key_values``), and T5's asked for
         their attention weights, run as usual."""
         options = dict(gradient_checkpointing_kwargs or {})
         unknown = set(options) - {"use_reentrant", "preserve_rng_state"}

@@ -2,6 +2,7 @@
 gradient checkpointing of a stack of layers."""
 from __future__ import annotations
 
+import warnings
 from typing import Callable
 
 import numpy as np
@@ -102,6 +103,16 @@ def checkpointing(stack: nn.Module) -> dict | None:
     if stack.gradient_checkpointing and stack.training and is_grad_enabled():
         return stack.checkpoint_options
     return None
+
+
+def cache_or_checkpoints(stack: nn.Module, use_cache: bool) -> bool:
+    """`use_cache`, unless the stack's layers run under checkpoints now: then False, with transformers'
+    warning (a cache written in the forward would be written again by each recomputation)."""
+    if use_cache and checkpointing(stack) is not None:
+        warnings.warn("`use_cache=True` is incompatible with gradient checkpointing. Setting `use_cache=False`.",
+                      UserWarning, stacklevel=3)
+        return False
+    return use_cache
 
 
 def call_layer(stack: nn.Module, layer: Callable, *args, keep_weights: bool = False):

@@ -24,7 +24,8 @@ from seqlab.errors import ConfigError
 from seqlab.hub import keymap
 from seqlab.hub.config import HFConfig, activation
 from seqlab.hub.pretrained import PreTrainedModel
-from seqlab.models._common import call_layer, ids_or_embeds, init_normal_, mask_values, position_values, token_ids
+from seqlab.models._common import (cache_or_checkpoints, call_layer, ids_or_embeds, init_normal_, mask_values,
+                                   position_values, token_ids)
 from seqlab.models.outputs import (CausalLMOutput, KVCache, SequenceClassifierOutput, check_cache,
                                    classification_loss)
 from seqlab.nn.linear import feed_forward_in
@@ -240,6 +241,7 @@ class GPT(nn.Module, GPTPreTrained):
         labels (B, T): the inputs themselves (shifted inside), -100 = ignore. With use_cache, the returned
         `past_key_values` holds every layer's keys/values: pass it back with only the new tokens."""
         check_cache(past_key_values, KVCache)
+        use_cache = cache_or_checkpoints(self.transformer, use_cache)
         cache = past_key_values if past_key_values is not None else (KVCache() if use_cache else None)
         h, attn, hidden = self.transformer(input_ids, attention_mask, position_ids, cache, output_attentions,
                                            output_hidden_states, inputs_embeds)

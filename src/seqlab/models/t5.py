@@ -29,7 +29,7 @@ from seqlab.errors import ConfigError
 from seqlab.hub import keymap
 from seqlab.hub.config import HFConfig, activation
 from seqlab.hub.pretrained import PreTrainedModel
-from seqlab.models._common import as_array, batch_ids, checkpointing, mask_values, token_ids
+from seqlab.models._common import as_array, batch_ids, cache_or_checkpoints, checkpointing, mask_values, token_ids
 from seqlab.utils.checkpoint import checkpoint
 from seqlab.models.outputs import BaseModelOutput, EncoderDecoderCache, Seq2SeqLMOutput, check_cache
 
@@ -429,6 +429,7 @@ class T5ForConditionalGeneration(nn.Module, PreTrainedModel):
                 raise ValueError("pass decoder_input_ids or labels")
             decoder_input_ids = self.shift_right(labels)
         check_cache(past_key_values, EncoderDecoderCache)
+        use_cache = cache_or_checkpoints(self.decoder, use_cache)
         cache = past_key_values if past_key_values is not None else (EncoderDecoderCache() if use_cache else None)
         dec = self.decoder(decoder_input_ids, decoder_attention_mask, encoder_outputs.last_hidden_state,
                            attention_mask, cache, output_attentions=output_attentions,
