@@ -258,23 +258,21 @@ class Clamp(Function):
         self.lo, self.hi = lo, hi
         return xp.clip(a, lo, hi)
 
-    def backward(self, grad):
+    def _keep(self):
+        """True where the input was inside [lo, hi] (bounds included): there the gradient passes."""
         (a,) = self.saved
         keep = xp_of(a).ones((), dtype=bool)
         if self.lo is not None:
             keep = keep & (a >= self.lo)
         if self.hi is not None:
             keep = keep & (a <= self.hi)
-        return (grad * keep,)
+        return keep
+
+    def backward(self, grad):
+        return (grad * self._keep(),)
 
     def backward_graph(self, g):
-        (a,) = self.saved
-        keep = xp_of(a).ones((), dtype=bool)
-        if self.lo is not None:
-            keep = keep & (a >= self.lo)
-        if self.hi is not None:
-            keep = keep & (a <= self.hi)
-        return (g * constant(keep.astype(g.dtype)),)
+        return (g * constant(self._keep().astype(g.dtype)),)
 
 
 class Maximum(Function):
