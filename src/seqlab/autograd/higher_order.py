@@ -82,13 +82,9 @@ def has_graph_backward(cls) -> bool:
 def supported_ops() -> list[str]:
     """The names of the Function classes that support create_graph=True (autograd/ops/ and whatever else
     has been imported)."""
-    import importlib
-    import pkgutil
-
-    from seqlab.autograd import ops
-
-    for info in pkgutil.iter_modules(ops.__path__):  # some load lazily (cast): list theirs too
-        importlib.import_module(f"{ops.__name__}.{info.name}")
+    # some load lazily (cast, conv): imported here so theirs are listed too
+    from seqlab.autograd.ops import (activation, cast, conv, conv_transpose, einsum,  # noqa: F401
+                                     elementwise, fused, matmul, movement, pointwise, reduce, scan, scatter)
     names, stack = set(), [Function]
     while stack:
         cls = stack.pop()
