@@ -305,18 +305,22 @@ class GELU(Function):
         return (out,)
 
     def backward_graph(self, g):
-        """The kernels' formulas, plainly: Φ(x) + x·φ(x), or h + x·½(1 − t²)·u' for the tanh form."""
-        from seqlab.autograd.ops.pointwise import Erf  # pointwise imports this module
+        return (g * gelu_derivative_graph(graph_input(self, 0, self.saved[0]), self.approximate),)
 
-        x = graph_input(self, 0, self.saved[0])
-        if self.approximate == "tanh":
-            u = (x + 0.044715 * x * x * x) * _SQRT_2_OVER_PI
-            t = Tanh.apply(u)
-            du = (1 + 3 * 0.044715 * x * x) * _SQRT_2_OVER_PI
-            return (g * (0.5 * (1 + t) + x * 0.5 * (1 - t * t) * du),)
-        cdf = 0.5 * (1 + Erf.apply(x / _SQRT_2))
-        pdf = Exp.apply(-0.5 * x * x) * _INV_SQRT_2PI
-        return (g * (cdf + x * pdf),)
+
+def gelu_derivative_graph(x, approximate: str = "none"):
+    """GELU'(x) for a Tensor x, with Tensor ops (for create_graph=True): the kernels' formulas, plainly,
+    Φ(x) + x·φ(x), or h + x·½(1 − t²)·u' for the tanh form. GELU's and BiasActDropout's backward_graph."""
+    from seqlab.autograd.ops.pointwise import Erf  # pointwise imports this module
+
+    if approximate == "tanh":
+        u = (x + 0.044715 * x * x * x) * _SQRT_2_OVER_PI
+        t = Tanh.apply(u)
+        du = (1 + 3 * 0.044715 * x * x) * _SQRT_2_OVER_PI
+        return 0.5 * (1 + t) + x * 0.5 * (1 - t * t) * du
+    cdf = 0.5 * (1 + Erf.apply(x / _SQRT_2))
+    pdf = Exp.apply(-0.5 * x * x) * _INV_SQRT_2PI
+    return cdf + x * pdf
 
 
 class SiLU(Function):

@@ -20,6 +20,9 @@ import math
 import numpy as np
 
 from seqlab.autograd.function import Function
+from seqlab.autograd.higher_order import constant, graph_input
+from seqlab.autograd.ops.movement import Stack
+from seqlab.autograd.ops.scatter import IndexPut
 from seqlab.backend import xp_of
 from seqlab.mkl import matmul as mm  # np.matmul, or MKL's sgemm when installed (seqlab.mkl)
 
@@ -79,6 +82,27 @@ def _add_windows(parts, x_shape: tuple, padding: tuple, kernel: tuple, dilation:
     return gpad[_inner(x_shape[2:], padding)]
 
 
+# ---- the same with Tensor ops, for create_graph=True (higher_order.py) ----------------------------
+def _add_windows_graph(parts, x_shape: tuple, padding: tuple, kernel: tuple, dilation: tuple, stride: tuple,
+                       out: tuple, like):
+    """`_add_windows` with Tensor ops: each part (a Tensor) added at its window into zeros (IndexPut, whose
+    gradient takes the window again), then the unpadded part. `like`: a Tensor of the dtype and device."""
+    padded = x_shape[:2] + tuple(n + lo + hi for n, (lo, hi) in zip(x_shape[2:], padding))
+    gpad = constant(xp_of(like.data).zeros(padded, dtype=like.dtype))
+    for k, offset, win in _windows(kernel, dilation, stride, out):
+        gpad = IndexPut.apply(gpad, parts(k, offset), index=(slice(None), slice(None)) + win, mode="add")
+    return gpad[_inner(x_shape[2:], padding)]
+
+
+def _windows_graph(x, padding: tuple, kernel: tuple, dilation: tuple, stride: tuple, out: tuple):
+    """im2col with Tensor ops: x (N, C, *S) padded with zeros, then its K windows stacked, (K, N, C, *out)."""
+    if any(lo or hi for lo, hi in padding):
+        shape = x.shape[:2] + tuple(n + lo + hi for n, (lo, hi) in zip(x.shape[2:], padding))  # (N, C, *S_pad)
+        x = IndexPut.apply(constant(xp_of(x.data).zeros(shape, dtype=x.dtype)), x, index=_inner(x.shape[2:], padding))
+    return Stack.apply(*(x[(slice(None), slice(None)) + win] for *_, win in _windows(kernel, dilation, stride, out)),
+                       dim=0)
+
+
 # ---- convolution --------------------------------------------------------------------------------
 class ConvNd(Function):
     """Cross-correlation of x (N, C, *S) with weight (C_out, C/groups, *k), plus bias (C_out,), as torch's convNd:
@@ -128,6 +152,44 @@ class ConvNd(Function):
             gb = grad.sum(axis=(0,) + tuple(range(2, grad.ndim)))  # (C_out,)
         return (gx, gw, gb) if has_bias else (gx, gw)
 
+    def backward_graph(self, g):
+        """The backward above with Tensor ops: dx adds Wᵀ·dy back window by window (IndexPut), dW = dy·colsᵀ
+        with cols gathered again from x at its place in the graph. Forward kept cols, not x: every value of x
+        that a window reads is in cols, so x as cols wrote back (`_input_from_cols`) stands in for it (same
+        graph position, x's creator); the values no window reads are 0 there, and nothing depends on them."""
+        cols, weight = self.saved
+        x_shape, padding, kernel, dilation, stride, out, groups, has_bias = self.geometry
+        N, C = x_shape[:2]
+        c_out = weight.shape[0]
+        K, P = math.prod(kernel), math.prod(out)
+        gy = g.transpose(0, 1).reshape(groups, c_out // groups, N * P)  # (g, C_out/g, N·P)
+        need = self.needs_input_grad
+        gx = gw = gb = None
+        if need[0]:
+            w = graph_input(self, 1, weight).reshape(groups, c_out // groups, C // groups * K)  # (g, C_out/g, C/g·K)
+            gcols = (w.transpose(1, 2) @ gy).reshape((C,) + kernel + (N,) + out)  # (C, *k, N, *out)
+            gx = _add_windows_graph(lambda k, offset: gcols[(slice(None),) + offset].transpose(0, 1),
+                                    x_shape, padding, kernel, dilation, stride, out, g)
+        if need[1]:
+            x = graph_input(self, 0, self._input_from_cols(cols))
+            views = _windows_graph(x, padding, kernel, dilation, stride, out)  # (K, N, C, *out)
+            views = views.permute((2, 0, 1) + tuple(range(3, 3 + len(out))))  # (C, K, N, *out)
+            gw = (gy @ views.reshape(groups, C // groups * K, N * P).transpose(1, 2)).reshape(weight.shape)
+        if has_bias and need[2]:
+            gb = g.sum((0,) + tuple(range(2, g.ndim)))  # (C_out,)
+        return (gx, gw, gb) if has_bias else (gx, gw)
+
+    def _input_from_cols(self, cols):
+        """x (N, C, *S) with every value that a window read written back from cols; 0 where none did."""
+        x_shape, padding, kernel, dilation, stride, out, groups, _ = self.geometry
+        N, C = x_shape[:2]
+        padded = x_shape[:2] + tuple(n + lo + hi for n, (lo, hi) in zip(x_shape[2:], padding))
+        xpad = xp_of(cols).zeros(padded, dtype=cols.dtype)
+        c = cols.reshape((C,) + kernel + (N,) + out)  # (C, *k, N, *out)
+        for _, offset, win in _windows(kernel, dilation, stride, out):
+            xpad[(slice(None), slice(None)) + win] = c[(slice(None),) + offset].swapaxes(0, 1)  # (N, C, *out)
+        return xpad[_inner(x_shape[2:], padding)]
+
 
 # ---- pooling over fixed windows -----------------------------------------------------------------
 class MaxPoolNd(Function):
@@ -148,6 +210,9 @@ class MaxPoolNd(Function):
     def backward(self, grad):
         x_shape, padding, kernel, dilation, stride, out = self.geometry
         return (_add_windows(lambda k, _: grad * (self.arg == k), x_shape, padding, kernel, dilation, stride, out),)
+
+    def backward_graph(self, g):
+        return (_add_windows_graph(lambda k, _: g * constant((self.arg == k).astype(g.dtype)), *self.geometry, g),)
 
     def indices(self):
         """torch's return_indices: each maximum's flat position in its (unpadded) input plane, h·W + w."""
@@ -184,6 +249,11 @@ class AvgPoolNd(Function):
         g = grad / self.divisor
         return (_add_windows(lambda k, _: g, *self.geometry),)
 
+    def backward_graph(self, g):
+        d = self.divisor
+        g = g / (constant(xp_of(g.data).asarray(d, dtype=g.dtype)) if hasattr(d, "shape") else d)
+        return (_add_windows_graph(lambda k, _: g, *self.geometry, g),)
+
 
 # ---- adaptive pooling ---------------------------------------------------------------------------
 def adaptive_bounds(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
@@ -216,6 +286,14 @@ class AdaptiveMaxPool1d(Function):
         gx = xp.zeros((N * C, L), dtype=grad.dtype)
         rows = xp.arange(N * C).reshape(-1, 1)  # (N·C, 1): broadcasts against (N·C, out)
         xp.add.at(gx, (rows, self.where.reshape(N * C, -1)), grad.reshape(N * C, -1))
+        return (gx.reshape(self.x_shape),)
+
+    def backward_graph(self, g):
+        xp = xp_of(g.data)
+        N, C, L = self.x_shape
+        rows = xp.arange(N * C).reshape(-1, 1)  # (N·C, 1): broadcasts against (N·C, out)
+        gx = IndexPut.apply(constant(xp.zeros((N * C, L), dtype=g.dtype)), g.reshape(N * C, -1),
+                            index=(rows, self.where.reshape(N * C, -1)), mode="add")
         return (gx.reshape(self.x_shape),)
 
     def indices(self):

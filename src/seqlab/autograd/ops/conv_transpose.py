@@ -18,7 +18,8 @@ from __future__ import annotations
 import math
 
 from seqlab.autograd.function import Function
-from seqlab.autograd.ops.conv import _add_windows, _windows, pad_spatial
+from seqlab.autograd.higher_order import graph_input
+from seqlab.autograd.ops.conv import _add_windows, _windows, _windows_graph, pad_spatial
 from seqlab.backend import xp_of
 from seqlab.mkl import matmul as mm
 
@@ -73,4 +74,29 @@ class ConvTransposeNd(Function):
             gw = mm(xg, gcols.swapaxes(1, 2)).reshape(weight.shape)  # (C_in, C_out/g, *k)
         if has_bias and self.needs_input_grad[2]:
             gb = grad.sum(axis=(0,) + tuple(range(2, grad.ndim)))  # (C_out,)
+        return (gx, gw, gb) if has_bias else (gx, gw)
+
+    def backward_graph(self, g):
+        """The backward above with Tensor ops (create_graph=True): dcols gathered from dy by `_windows_graph`,
+        x at its place in the graph (forward kept it as xg, its channels first)."""
+        xg, weight = self.saved
+        x_shape, padding, dilation, stride, groups, has_bias = self.geometry
+        N, C = x_shape[:2]
+        kernel, spatial = weight.shape[2:], x_shape[2:]
+        c_out = weight.shape[1] * groups
+        K, P = math.prod(kernel), math.prod(spatial)
+        gcols = _windows_graph(g, padding, kernel, dilation, stride, spatial)  # (K, N, C_out, *S)
+        gcols = gcols.permute((2, 0, 1) + tuple(range(3, 3 + len(spatial))))  # (C_out, K, N, *S)
+        gcols = gcols.reshape(groups, c_out // groups * K, N * P)  # (g, C_out/g·K, N·P)
+        need = self.needs_input_grad
+        gx = gw = gb = None
+        if need[0]:
+            w = graph_input(self, 1, weight).reshape(groups, C // groups, c_out // groups * K)  # (g, C_in/g, C_out/g·K)
+            gx = (w @ gcols).reshape((C, N) + spatial).transpose(0, 1)  # (N, C_in, *S)
+        if need[1]:
+            x = graph_input(self, 0, xg.reshape((C, N) + spatial).swapaxes(0, 1))  # (N, C_in, *S)
+            xg = x.transpose(0, 1).reshape(groups, C // groups, N * P)  # (g, C_in/g, N·P)
+            gw = (xg @ gcols.transpose(1, 2)).reshape(weight.shape)  # (C_in, C_out/g, *k)
+        if has_bias and need[2]:
+            gb = g.sum((0,) + tuple(range(2, g.ndim)))  # (C_out,)
         return (gx, gw, gb) if has_bias else (gx, gw)

@@ -25,6 +25,7 @@ import string
 from dataclasses import dataclass
 
 from seqlab.autograd.function import Function
+from seqlab.autograd.higher_order import graph_input
 from seqlab.autograd.tensor import Tensor
 from seqlab.backend import xp_of
 
@@ -150,6 +151,23 @@ def _diagonal_grad(g, letters: str, unique: str, sizes: dict):
     return out
 
 
+def _diagonal_grad_graph(g, letters: str, unique: str, sizes: dict):
+    """`_diagonal_grad` with Tensor ops: g times an identity matrix for each repeat of a letter, itself an
+    einsum ('ij,ik->ikj' puts g (i, j) on the diagonal of an (i, i, j) array), so differentiable again."""
+    xp = xp_of(g.data)
+    spare = iter(c for c in _LETTERS if c not in letters)
+    terms, eyes, out, sizes = [unique], [], "", dict(sizes)
+    for c in letters:
+        if c in out:  # a repeat: a letter of its own, tied to c by an identity matrix
+            n = next(spare)
+            sizes[n] = sizes[c]
+            terms.append(c + n)
+            eyes.append(xp.eye(sizes[c], dtype=g.dtype))
+            c = n
+        out += c
+    return Einsum.apply(g, *eyes, plan=EinsumPlan(tuple(terms), out, sizes))
+
+
 class Einsum(Function):
     """out = einsum(plan.equation, *arrays); dx_k = einsum of the output gradient with the other operands."""
 
@@ -187,6 +205,38 @@ class Einsum(Function):
         if len(unique) < len(letters):
             g = _diagonal_grad(g, letters, unique, plan.sizes)  # (x_k's letters): zero off the diagonal
         return g
+
+    def backward_graph(self, g):
+        """`_operand_grad` with Tensor ops (create_graph=True): each gradient is an Einsum of g and the other
+        operands, taken at their places in the graph, so it can be differentiated again."""
+        operands = [self._graph_operand(j) for j in range(len(self.saved))]
+        return tuple(self._operand_grad_graph(k, g, operands) if need else None
+                     for k, need in enumerate(self.needs_input_grad))
+
+    def _graph_operand(self, j: int):
+        """Operand j as a graph tensor of its own shape: forward kept it broadcast to its letters' sizes, and
+        a broadcast dimension is the operand's size-1 one repeated (its first entry is the value)."""
+        a, parent = self.saved[j], self.parents[j]
+        if parent is not None:
+            shape = parent.out_shape if isinstance(parent, Function) else parent.shape
+            a = a[tuple(slice(0, 1) if n == 1 else slice(None) for n in shape)]
+        return graph_input(self, j, a)
+
+    def _operand_grad_graph(self, k: int, g, operands: list):
+        plan = self.plan
+        letters = plan.inputs[k]
+        unique = "".join(dict.fromkeys(letters))
+        others = [j for j in range(len(plan.inputs)) if j != k]
+        reached = set(plan.output).union(*(plan.inputs[j] for j in others))
+        kept = "".join(c for c in unique if c in reached)
+        grad_plan = EinsumPlan((plan.output,) + tuple(plan.inputs[j] for j in others), kept, plan.sizes)
+        gk = Einsum.apply(g, *(operands[j] for j in others), plan=grad_plan)
+        if len(kept) < len(unique):  # letters summed inside x_k alone: broadcast along them
+            gk = gk.reshape(tuple(plan.sizes[c] if c in reached else 1 for c in unique))
+            gk = gk.expand(tuple(plan.sizes[c] for c in unique))
+        if len(unique) < len(letters):
+            gk = _diagonal_grad_graph(gk, letters, unique, plan.sizes)
+        return gk
 
 
 def _is_operand_list(x) -> bool:

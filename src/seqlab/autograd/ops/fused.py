@@ -2,7 +2,7 @@
 
 Each has the plain formula in its docstring; tests hold every one to the
 same computation composed from primitive ops. A `backward_graph` (for create_graph=True, higher_order.py)
-is that formula written with Tensor ops; LayerNorm, BiasActDropout and the attention ops have none yet.
+is that formula written with Tensor ops, every op here included.
 """
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from seqlab import kernels  # compiled row kernels; each returns None where the 
 from seqlab import random as _random
 from seqlab.autograd.function import Function
 from seqlab.autograd.higher_order import constant, graph_input, graph_output
+from seqlab.autograd.ops.activation import gelu_derivative_graph
 from seqlab.autograd.ops.elementwise import Exp, MaskedFill
-from seqlab.autograd.ops.movement import Reshape
+from seqlab.autograd.ops.movement import Reshape, Stack
 from seqlab.autograd.ops.scatter import IndexPut
 from seqlab.backend import xp_of
 from seqlab.mkl import matmul as mm  # np.matmul, or MKL's sgemm when installed (seqlab.mkl)
@@ -280,6 +281,41 @@ class LayerNorm(Function):
             gx = gh.reshape(self.shape)
         return gx, gw, gb
 
+    def backward_graph(self, g):
+        """The backward above with Tensor ops, x̂ and r computed again from x at its place in the graph.
+
+        x: the kernel's forward kept x itself; the NumPy one kept only x̂ = (x − μ)·r, and x̂ / r = x − μ
+        stands in for x (same graph position: x's creator, as Var's centered input). LayerNorm does not
+        change when a row of x shifts, so centering the stand-in again gives x − μ with its dependence on x.
+        r: eps was not kept. r = 1/√(σ² + eps) is written around the forward's r₀ instead, as
+        r₀·(1 + (σ² − σ₀²)·r₀²)^(−1/2), the same function of σ² whatever eps is (σ₀² + eps = 1/r₀²): its
+        value is r₀ and every derivative is exact (dr/dσ² = −½ r³, d²r/dσ²² = ¾ r⁵, ...).
+        """
+        if len(self.saved) == 4:  # the kernel's forward: x, μ, r
+            x2, _, rstd, w = self.saved
+            stand_in = x2
+        else:
+            xhat, rstd, w = self.saved
+            stand_in = xhat / rstd                                   # x − μ
+        d = stand_in.shape[1]
+        x = graph_input(self, 0, stand_in.reshape(self.shape)).reshape(-1, d)  # (N, D)
+        xc = x - x.mean(-1, keepdim=True)                            # x − μ
+        var = (xc * xc).mean(-1, keepdim=True)                       # (N, 1) biased σ²
+        r = constant(rstd) * (1 + (var - constant(var.data)) * constant(rstd * rstd)) ** -0.5  # (N, 1)
+        xhat = xc * r                                                # x̂
+        g2 = g.reshape(-1, d)                                        # (N, D)
+        need = self.needs_input_grad
+        gx = gw = gb = None
+        if need[0]:
+            gh = g2 * graph_input(self, 1, w.reshape(self.wshape)).reshape(-1) if w is not None else g2  # ĝ
+            gx = r * (gh - gh.mean(-1, keepdim=True) - xhat * (gh * xhat).mean(-1, keepdim=True))
+            gx = gx.reshape(self.shape)
+        if w is not None and need[1]:
+            gw = (g2 * xhat).sum(0).reshape(self.wshape)
+        if self.has_bias and need[2]:
+            gb = g2.sum(0).reshape(self.wshape)
+        return gx, gw, gb
+
 
 def embedding_backward(ids, grad, num_rows: int):
     """Row sums of `grad` (N, D) grouped by `ids` (N,): the plain formula is
@@ -419,6 +455,21 @@ class BiasActDropout(Function):
         gz, gb = kernels.bias_act_dropout_backward(grad, z, b, out, self.activation, self.key, self.threshold,
                                                    self.scale)
         return gz if self.needs_input_grad[0] else None, gb if self.needs_input_grad[1] else None
+
+    def backward_graph(self, g):
+        """dz = g ⊙ keep · 1/(1 − p) ⊙ act'(z + b) with Tensor ops; keep is made again from the key (the
+        forward's mask: `Dropout`'s for that key and z's shape), and db is dz, which the engine sums over
+        the rows. act' is ReLU's step or GELU's formula (`gelu_derivative_graph`, the one GELU's uses)."""
+        z, b, _ = self.saved
+        h = graph_input(self, 0, z) + graph_input(self, 1, b)      # z + b
+        if self.key is not None:
+            keep = _random.mask_of_key(z.shape, self.key, self.threshold)
+            g = g * constant(keep.astype(g.dtype)) * self.scale
+        if self.activation == "relu":
+            gz = g * constant((h.data > 0).astype(g.dtype))
+        else:
+            gz = g * gelu_derivative_graph(h, "tanh" if self.activation == "gelu_tanh" else "none")
+        return gz if self.needs_input_grad[0] else None, gz if self.needs_input_grad[1] else None
 
 
 def _matmul_heads_interleaved(w, v, alpha=1.0, out=None):
@@ -567,6 +618,37 @@ class Attention(Function):
         gk = _matmul_heads_interleaved(gs.swapaxes(-1, -2), q, alpha=alpha, out=outs[1]) if want_k else None
         return gq, gk, gv, gs if want_bias else None
 
+    def backward_graph(self, g):
+        need = self.needs_input_grad
+        q, k, v, bias = self.saved[:4]
+        return self._input_grads_graph(g, graph_input(self, 0, q), graph_input(self, 1, k), graph_input(self, 2, v),
+                                       graph_input(self, 3, bias), need[0], need[1], need[2],
+                                       len(need) > 3 and need[3])
+
+    def _input_grads_graph(self, g, q, k, v, bias, want_q, want_k, want_v, want_bias):
+        """`_input_grads` with Tensor ops (create_graph=True), on q, k, v and the bias as graph tensors: the
+        weights P = softmax(q kᵀ · scale + bias, −inf where blocked) are composed again from them, so the
+        gradients carry their dependence on every input; dropout's keep mask is the forward's."""
+        block = self.saved[4]
+        s = (q @ k.transpose(-1, -2)) * self.scale                   # (..., Tq, Tk)
+        if bias is not None:
+            s = s + bias
+        if block is not None:
+            s = MaskedFill.apply(s, block, -np.inf)
+        w = Softmax.apply(s, dim=-1)                                 # P; rows with every key blocked: 0
+        drop = None if self.keep is None else constant(self.drop.astype(g.dtype))
+        gv = None
+        if want_v:
+            wd = w if drop is None else w * drop                     # P'
+            gv = wd.transpose(-1, -2) @ g                            # P'ᵀ g
+        gw = g @ v.transpose(-1, -2)                                 # dP = (g vᵀ) ⊙ keep / (1 − p)
+        if drop is not None:
+            gw = gw * drop
+        gs = w * (gw - (gw * w).sum(-1, keepdim=True))               # dS = P ⊙ (dP − Σ dP ⊙ P)
+        gq = (gs @ k) * self.scale if want_q else None
+        gk = (gs.transpose(-1, -2) @ q) * self.scale if want_k else None
+        return gq, gk, gv, gs if want_bias else None
+
 
 def unpack_heads(qkv, heads: int):
     """q, k, v as (B, H, T, D) views of a (B, T, 3·H·D) array packed q | k | v along its last axis
@@ -605,3 +687,20 @@ class PackedAttention(Attention):
         gbias = self._input_grads(grad, True, True, True, want_bias,
                                   outs=tuple(packed[:, :, i].swapaxes(1, 2) for i in range(3)))[3]
         return packed.reshape(B, T, 3 * H * D), gbias
+
+    def backward_graph(self, g):
+        """`Attention.backward_graph` on q, k and v taken from qkv at its place in the graph (the forward's
+        qkv packed again from the three views it kept); dq, dk and dv are packed back into one gradient."""
+        need = self.needs_input_grad
+        want_bias = len(need) > 1 and need[1]
+        q, k, v, bias = self.saved[:4]
+        B, H, T, D = q.shape
+        packed = xp_of(q).stack([a.swapaxes(1, 2) for a in (q, k, v)], axis=2)  # (B, T, 3, H, D)
+        qkv = graph_input(self, 0, packed.reshape(B, T, 3 * H * D)).reshape(B, T, 3, H, D)
+        q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))  # (B, H, T, D) each
+        gq, gk, gv, gbias = self._input_grads_graph(g, q, k, v, graph_input(self, 1, bias), need[0], need[0],
+                                                    need[0], want_bias)
+        if not need[0]:
+            return None, gbias
+        gqkv = Stack.apply(*(t.transpose(1, 2) for t in (gq, gk, gv)), dim=2)  # (B, T, 3, H, D)
+        return gqkv.reshape(B, T, 3 * H * D), gbias

@@ -8,7 +8,8 @@ import numpy as np
 
 from seqlab.autograd.function import Function
 from seqlab.autograd.higher_order import constant, graph_input
-from seqlab.autograd.ops.movement import Expand, GetItem, Reshape
+from seqlab.autograd.ops.movement import Cat, Expand, GetItem, Reshape
+from seqlab.autograd.ops.scan import CumProd, _along
 from seqlab.backend import xp_of
 
 
@@ -186,4 +187,18 @@ class Prod(Function):
         after = xp.flip(xp.cumprod(xp.flip(xp.concatenate([xp.take(a, xp.arange(1, a.shape[d]), axis=d), one],
                                                           axis=d), d), axis=d), d)
         g = grad if self.keepdim else xp.expand_dims(grad, d)
+        return (g * before * after,)
+
+    def backward_graph(self, g):
+        """before × after with Tensor ops: x's running products from either end, shifted by one (CumProd,
+        whose own backward_graph is exact through zeros)."""
+        a = self.a
+        d = self.dim % a.ndim
+        x = graph_input(self, 0, a)
+        one = constant(xp_of(a).ones(a.shape[:d] + (1,) + a.shape[d + 1:], dtype=a.dtype))
+        n, flip = a.shape[d], _along(d, a.ndim, slice(None, None, -1))
+        before = CumProd.apply(Cat.apply(one, GetItem.apply(x, index=_along(d, a.ndim, slice(0, n - 1))), dim=d), dim=d)
+        after = Cat.apply(GetItem.apply(x, index=_along(d, a.ndim, slice(1, n))), one, dim=d)
+        after = GetItem.apply(CumProd.apply(GetItem.apply(after, index=flip), dim=d), index=flip)
+        g = g if self.keepdim else Reshape.apply(g, shape=a.shape[:d] + (1,) + a.shape[d + 1:])
         return (g * before * after,)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from seqlab.autograd.function import Function
+from seqlab.autograd.higher_order import constant, graph_input, graph_output
+from seqlab.autograd.ops.movement import Cat, GetItem, Stack
 from seqlab.backend import xp_of
 
 
@@ -83,3 +85,29 @@ class CumProd(Function):
             y1 = xp.cumprod(xp.where(first, a.dtype.type(1), a), axis=d)  # the product with the first zero left out
             g = xp.where(first, _reverse_cumsum(grad * y1, d), g)
         return (g,)
+
+    def backward_graph(self, g):
+        """The backward above with Tensor ops. Without zeros in x it is the same formula, (Σ_{j≥i} g_j y_j) / x_i.
+        With zeros, the piecewise one (0 after the first zero) has the right value but not the right
+        derivative (x_i's gradient after the first zero z still depends on x_z), so, as torch does in this
+        case, a formula that holds for every x instead: dL/dx_i = E_i · S_i, E_i = x_0 ··· x_{i−1} (a CumProd,
+        differentiable again) and S_i = Σ_{j≥i} g_j x_{i+1} ··· x_j, made from the last position back by
+        S_i = g_i + x_{i+1} · S_{i+1} (one step per position along `dim`)."""
+        from seqlab.autograd.ops.reduce import CumSum  # reduce imports this module
+
+        a, y = self.saved
+        d = self.dim % a.ndim
+        n = a.shape[d]
+        x = graph_input(self, 0, a)
+        if not bool((a == 0).any()):
+            flip = _along(d, a.ndim, slice(None, None, -1))
+            rsum = GetItem.apply(CumSum.apply(GetItem.apply(g * graph_output(self, y), index=flip), dim=d), index=flip)
+            return (rsum / x,)
+        one = constant(xp_of(a).ones(a.shape[:d] + (1,) + a.shape[d + 1:], dtype=a.dtype))
+        shifted = Cat.apply(one, GetItem.apply(x, index=_along(d, a.ndim, slice(0, n - 1))), dim=d)
+        before = CumProd.apply(shifted, dim=d)                   # E_i = x_0 ··· x_{i−1}
+        rest = [GetItem.apply(g, index=_along(d, a.ndim, n - 1))]  # S_{n−1} = g_{n−1}
+        for i in range(n - 2, -1, -1):
+            rest.append(GetItem.apply(g, index=_along(d, a.ndim, i))
+                        + GetItem.apply(x, index=_along(d, a.ndim, i + 1)) * rest[-1])
+        return (before * Stack.apply(*reversed(rest), dim=d),)
