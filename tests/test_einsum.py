@@ -81,6 +81,19 @@ def test_same_tensor_twice_sums_both_gradients():
     np.testing.assert_allclose(x.grad, 2 * x.numpy())
 
 
+def test_a_leaf_in_two_einsums_that_sum_a_letter_inside_one_operand():
+    # "ik,jl->ij" sums l inside b alone: the backward hands out a read-only broadcast view, which the
+    # engine must copy before adding the second einsum's gradient into it
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((3, 2)), rng.standard_normal((4, 5))
+    sa, sb = seqlab.tensor(a, requires_grad=True), seqlab.tensor(b, requires_grad=True)
+    ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    (einsum("ik,jl->ij", sa, sb).exp().sum() + einsum("ik,jl->ij", sa, sb * 2).sum()).backward()
+    (torch.einsum("ik,jl->ij", ta, tb).exp().sum() + torch.einsum("ik,jl->ij", ta, tb * 2).sum()).backward()
+    np.testing.assert_allclose(sa.grad, ta.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(sb.grad, tb.grad.numpy(), rtol=1e-12)
+
+
 def test_backward_with_explicit_grad_float32():
     rng = np.random.default_rng(2)
     q = rng.standard_normal((2, 3, 4, 8)).astype(np.float32)

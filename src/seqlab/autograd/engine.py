@@ -128,10 +128,11 @@ def _fresh(arr) -> bool:
     """True when `arr` owns its memory, or is a view (a reshape) of an array nothing else holds."""
     base = getattr(arr, "base", 0)
     if base is None:
-        return True
+        return not isinstance(arr, np.ndarray) or arr.flags.writeable
+    # a read-only view (np.broadcast_to's, as einsum's backward returns) can never be a buffer;
     # CPython: the view, our local name and getrefcount's argument; anything more is another holder
-    return isinstance(arr, np.ndarray) and isinstance(base, np.ndarray) and base.base is None \
-        and sys.getrefcount(base) <= 3
+    return isinstance(arr, np.ndarray) and arr.flags.writeable and isinstance(base, np.ndarray) \
+        and base.base is None and sys.getrefcount(base) <= 3
 
 
 def _accumulate(grads: dict, owned: set, key: int, pg, dtype, exclusive: bool = False) -> None:
