@@ -132,6 +132,17 @@ def test_binary_cross_entropy_with_logits_is_composed_and_differentiable_to_thir
     _check(f, [(4, 3)])
 
 
+def test_binary_cross_entropy_on_probabilities_to_third_order():
+    x, y = RNG.uniform(0.1, 0.9, (4, 3)), RNG.uniform(size=(4, 3))
+    weight = RNG.uniform(0.5, 2.0, 3)
+
+    def f(lib, p, t):
+        return _F(lib).binary_cross_entropy(p, t, weight=lib.tensor(weight), reduction="none")
+
+    _check(f, [x, y])
+    _check(lambda lib, p, t: _F(lib).binary_cross_entropy(p, t, reduction="sum"), [x, y])
+
+
 # ---- the fused feed-forward middle ------------------------------------------------------------------
 @pytest.mark.parametrize("activation", ["relu", "gelu", "gelu_tanh"])
 def test_bias_act_dropout_without_dropout_matches_torch(activation):
@@ -247,6 +258,48 @@ def test_sdpa_matches_torchs_own_sdpa_to_third_order():
         return _F(lib).scaled_dot_product_attention(q, k, v, attn_mask=~SOME).exp()
 
     _check(f, [(B, H, T, D), (B, H, S, D), (B, H, S, D)])
+
+
+def _chunked_case(causal, window, bias_shape=None, dead=False):
+    """memory_efficient_attention / sliding_window_attention with 2-row, 2-key chunks (several blocks, some
+    skipped) against the formula on the same mask; `bias_shape`: a float attn_mask (a constant);
+    `dead`: a bool attn_mask that blocks every key of one query row."""
+    bias = np.random.default_rng(11).standard_normal(bias_shape) if bias_shape else None  # RNG: other tests' data stays
+    ii, jj = np.arange(T)[:, None], np.arange(T)[None, :]
+    ok = np.ones((T, T), dtype=bool) if window is None else (np.abs(ii - jj) <= window)
+    if causal:
+        ok &= jj <= ii
+    allowed = None
+    if dead:
+        allowed = np.ones((T, T), dtype=bool)
+        allowed[1] = False
+        ok = ok & allowed
+
+    def f(lib, q, k, v):
+        if lib is torch:
+            return _torch_attention(q, k, v, None if bias is None else torch.as_tensor(bias), ~ok, 0.7).sin()
+        mask = allowed if dead else bias
+        return lib.nn.memory_efficient_attention(q, k, v, attn_mask=mask, is_causal=causal, scale=0.7,
+                                                  window=window, chunk_size=2).sin()
+
+    return f, [(B, H, T, D), (B, H, T, D), (B, H, T, D)]
+
+
+CHUNKED = {
+    "plain": _chunked_case(False, None),
+    "causal": _chunked_case(True, None),
+    "causal_window": _chunked_case(True, 1),
+    "two_sided_window": _chunked_case(False, 1),
+    "float_mask": _chunked_case(True, None, (H, T, T)),
+    "dead_row": _chunked_case(False, None, dead=True),
+}
+
+
+@pytest.mark.parametrize("name", list(CHUNKED))
+def test_chunked_attention_derivatives(name):
+    f, shapes = CHUNKED[name]
+    got = _check(f, shapes)
+    assert got[0].requires_grad
 
 
 @pytest.mark.parametrize("packed", [False, True])
@@ -573,7 +626,8 @@ def test_multihead_attention_with_dropout_fused_and_composed_agree():
 def test_the_new_ops_are_listed_as_supported():
     supported = higher_order.supported_ops()
     for name in ("LayerNorm", "BiasActDropout", "Attention", "PackedAttention", "Einsum", "Prod", "CumProd",
-                 "ConvNd", "ConvTransposeNd", "MaxPoolNd", "AvgPoolNd", "AdaptiveMaxPool1d"):
+                 "ConvNd", "ConvTransposeNd", "MaxPoolNd", "AvgPoolNd", "AdaptiveMaxPool1d", "ChunkedAttention",
+                 "BinaryCrossEntropy"):
         assert name in supported, name
 
 

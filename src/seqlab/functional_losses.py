@@ -16,6 +16,7 @@ import numpy as np
 
 from seqlab import backend
 from seqlab.autograd.function import Function
+from seqlab.autograd.higher_order import constant, graph_input
 from seqlab.autograd.tensor import Tensor, _arr
 from seqlab.backend import xp_of
 from seqlab.creation import minimum
@@ -149,6 +150,21 @@ class BinaryCrossEntropy(Function):
         if self.needs_input_grad[1]:
             with np.errstate(divide="ignore"):
                 gy = g * (xp.log1p(-x) - xp.log(x))
+        return gx, gy, None
+
+
+    def backward_graph(self, g):
+        """`backward` with Tensor ops, for create_graph=True: the same clamped denominator (so x = 0 or 1
+        keeps a finite first gradient; its derivatives there follow the clamp)."""
+        x, y, w = self.saved
+        xt, yt = graph_input(self, 0, x), graph_input(self, 1, y)
+        if w is not None:
+            g = g * constant(w)
+        gx = g * (xt - yt) / (xt * (1 - xt)).clamp(min=1e-12) if self.needs_input_grad[0] else None
+        gy = None
+        if self.needs_input_grad[1]:
+            with np.errstate(divide="ignore"):
+                gy = g * ((-xt).log1p() - xt.log())
         return gx, gy, None
 
 

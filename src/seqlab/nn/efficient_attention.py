@@ -30,6 +30,8 @@ import math
 import numpy as np
 
 from seqlab.autograd.function import Function
+from seqlab.autograd.higher_order import constant, graph_input
+from seqlab.autograd.ops.fused import attention_grads_graph
 from seqlab.autograd.tensor import Tensor
 from seqlab.backend import xp_of
 
@@ -163,6 +165,33 @@ class ChunkedAttention(Function):
                 dq[..., i0:i1, :] += ds @ kj  # (..., bq, D)
                 dk[..., j0:j1, :] += ds.swapaxes(-1, -2) @ qi  # (..., bk, D)
         return dq, dk, dv, None, None
+
+
+    def backward_graph(self, g):
+        """The backward with Tensor ops, for create_graph=True (autograd.grad): unlike the array backward it
+        composes the full (..., L, S) weights (`attention_grads_graph`), so a double backward costs plain
+        attention's O(L·S) memory. The causal / window mask becomes one (L, S) block mask; the bias stays a
+        constant (it gets no gradient here)."""
+        q, k, v = self.saved[:3]
+        xp = self.xp
+        block = self.block
+        L, S = q.shape[-2], k.shape[-2]
+        if self.causal or self.window is not None:
+            ii, jj = xp.arange(L)[:, None], xp.arange(S)[None, :]
+            pos = xp.zeros((L, S), dtype=bool)
+            if self.causal:
+                pos |= jj > ii
+            if self.window is not None:
+                pos |= (ii - jj) > self.window
+                if not self.causal:
+                    pos |= (jj - ii) > self.window
+            block = pos if block is None else (block | pos)
+        bias = None if self.bias is None else constant(self.bias)
+        need = self.needs_input_grad
+        gq, gk, gv, _ = attention_grads_graph(g, graph_input(self, 0, q), graph_input(self, 1, k),
+                                              graph_input(self, 2, v), bias, block, float(self.scale), None,
+                                              need[0], need[1], need[2], False)
+        return gq, gk, gv, None, None
 
 
 def _split_mask(attn_mask, xp, dtype):

@@ -626,28 +626,35 @@ class Attention(Function):
                                        len(need) > 3 and need[3])
 
     def _input_grads_graph(self, g, q, k, v, bias, want_q, want_k, want_v, want_bias):
-        """`_input_grads` with Tensor ops (create_graph=True), on q, k, v and the bias as graph tensors: the
-        weights P = softmax(q kᵀ · scale + bias, −inf where blocked) are composed again from them, so the
-        gradients carry their dependence on every input; dropout's keep mask is the forward's."""
-        block = self.saved[4]
-        s = (q @ k.transpose(-1, -2)) * self.scale                   # (..., Tq, Tk)
-        if bias is not None:
-            s = s + bias
-        if block is not None:
-            s = MaskedFill.apply(s, block, -np.inf)
-        w = Softmax.apply(s, dim=-1)                                 # P; rows with every key blocked: 0
+        """`_input_grads` with Tensor ops (create_graph=True), on q, k, v and the bias as graph tensors (see
+        `attention_grads_graph`); dropout's keep mask is the forward's."""
         drop = None if self.keep is None else constant(self.drop.astype(g.dtype))
-        gv = None
-        if want_v:
-            wd = w if drop is None else w * drop                     # P'
-            gv = wd.transpose(-1, -2) @ g                            # P'ᵀ g
-        gw = g @ v.transpose(-1, -2)                                 # dP = (g vᵀ) ⊙ keep / (1 − p)
-        if drop is not None:
-            gw = gw * drop
-        gs = w * (gw - (gw * w).sum(-1, keepdim=True))               # dS = P ⊙ (dP − Σ dP ⊙ P)
-        gq = (gs @ k) * self.scale if want_q else None
-        gk = (gs.transpose(-1, -2) @ q) * self.scale if want_k else None
-        return gq, gk, gv, gs if want_bias else None
+        return attention_grads_graph(g, q, k, v, bias, self.saved[4], self.scale, drop,
+                                     want_q, want_k, want_v, want_bias)
+
+
+def attention_grads_graph(g, q, k, v, bias, block, scale, drop, want_q, want_k, want_v, want_bias):
+    """(dq, dk, dv, d bias) of softmax(q kᵀ · scale + bias, −inf where `block`) v with Tensor ops, for
+    create_graph=True: the weights P are composed again from the graph tensors q, k (and bias), so the
+    gradients carry their dependence on every input. `drop`: dropout's keep / (1 − p) as a constant Tensor,
+    or None. Rows with every key blocked get P = 0."""
+    s = (q @ k.transpose(-1, -2)) * scale                        # (..., Tq, Tk)
+    if bias is not None:
+        s = s + bias
+    if block is not None:
+        s = MaskedFill.apply(s, block, -np.inf)
+    w = Softmax.apply(s, dim=-1)                                 # P; rows with every key blocked: 0
+    gv = None
+    if want_v:
+        wd = w if drop is None else w * drop                     # P'
+        gv = wd.transpose(-1, -2) @ g                            # P'ᵀ g
+    gw = g @ v.transpose(-1, -2)                                 # dP = (g vᵀ) ⊙ keep / (1 − p)
+    if drop is not None:
+        gw = gw * drop
+    gs = w * (gw - (gw * w).sum(-1, keepdim=True))               # dS = P ⊙ (dP − Σ dP ⊙ P)
+    gq = (gs @ k) * scale if want_q else None
+    gk = (gs.transpose(-1, -2) @ q) * scale if want_k else None
+    return gq, gk, gv, gs if want_bias else None
 
 
 def unpack_heads(qkv, heads: int):
