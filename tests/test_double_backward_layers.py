@@ -115,9 +115,7 @@ def test_layer_norm_derivatives(name, dtype, row_kernels):
 def test_rms_norm_is_composed_and_differentiable_to_third_order():
     """F.rms_norm (T5's) is composed from primitive ops, each with a differentiable backward."""
     def f(lib, x, w):
-        if lib is torch:
-            return _F(lib).rms_norm(x, (6,), w, 1e-6).sin()
-        return _F(lib).rms_norm(x, w, 1e-6).sin()
+        return _F(lib).rms_norm(x, (6,), w, 1e-6).sin()
 
     _check(f, [(3, 4, 6), (6,)])
 

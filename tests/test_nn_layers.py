@@ -44,6 +44,16 @@ def test_rms_norm():
     check_module(nn.RMSNorm(6, eps=1e-6), t, [(2, 3, 6)])
 
 
+def test_rms_norm_over_two_dims_and_without_affine():
+    t = torch.nn.RMSNorm((3, 6), eps=1e-5)
+    with torch.no_grad():
+        t.weight.add_(torch.randn(3, 6) * 0.3)
+    check_module(nn.RMSNorm((3, 6), eps=1e-5), t, [(2, 3, 6)])
+    check_module(nn.RMSNorm(6, elementwise_affine=False), torch.nn.RMSNorm(6, elementwise_affine=False), [(2, 3, 6)])
+    assert list(dict(nn.RMSNorm(6, elementwise_affine=False).named_parameters())) == []
+    assert repr(nn.RMSNorm(6)) == repr(torch.nn.RMSNorm(6))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_rms_norm_default_eps_is_the_dtypes_as_torch(dtype):
     """eps=None: the input dtype's machine epsilon, which shows on inputs whose mean square is near it."""

@@ -1,6 +1,7 @@
 """Functional layers (issue 2 §3): linear, layer_norm, rms_norm, embedding, dropout."""
 import numpy as np
 import pytest
+import torch
 import torch.nn.functional as TF
 from helpers import check_op
 from hypothesis import given, settings
@@ -77,7 +78,30 @@ def test_layer_norm_differs_from_the_chapters_std_plus_eps():
 
 
 def test_rms_norm():
-    check_op(lambda x, w: F.rms_norm(x, w, 1e-6), lambda x, w: TF.rms_norm(x, (5,), w, 1e-6), [(2, 3, 5), (5,)])
+    check_op(lambda x, w: F.rms_norm(x, (5,), w, 1e-6), lambda x, w: TF.rms_norm(x, (5,), w, 1e-6), [(2, 3, 5), (5,)])
+
+
+def test_rms_norm_takes_torchs_arguments():
+    """torch's signature, rms_norm(input, normalized_shape, weight=None, eps=None): several trailing dims,
+    no weight, and eps None (the dtype's machine epsilon, which shows on a small input)."""
+    check_op(lambda x, w: F.rms_norm(x, (3, 5), w), lambda x, w: TF.rms_norm(x, (3, 5), w), [(2, 3, 5), (3, 5)])
+    x = np.random.default_rng(3).standard_normal((2, 4)) * 1e-8
+    for dtype in (np.float64, np.float32):
+        got = F.rms_norm(seqlab.tensor(x.astype(dtype)), 4).numpy()
+        want = TF.rms_norm(torch.from_numpy(x.astype(dtype)), (4,)).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+@pytest.mark.parametrize("args, error, match", [
+    (((4,),), ValueError, r"input has shape \(2, 3, 5\) but rms_norm normalizes over trailing \(4,\)"),
+    (((5,), np.ones(5)), TypeError, r"weight must be a Tensor or None, got ndarray"),
+    (((5,), "w"), TypeError, r"torch's order"),
+])
+def test_rms_norm_errors(args, error, match):
+    with pytest.raises(error, match=match):
+        F.rms_norm(seqlab.tensor(np.ones((2, 3, 5))), *args)
+    with pytest.raises(ValueError, match=r"weight has shape \(4,\), expected normalized_shape \(5,\)"):
+        F.rms_norm(seqlab.tensor(np.ones((2, 3, 5))), 5, seqlab.ones(4))
 
 
 # ---- embedding ---------------------------------------------------------------------------------

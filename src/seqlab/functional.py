@@ -116,11 +116,24 @@ def layer_norm(x: Tensor, normalized_shape, weight: Tensor | None = None, bias: 
     return Fu.LayerNorm.apply(*args, nd=len(ns), eps=eps)
 
 
-def rms_norm(x: Tensor, weight: Tensor | None, eps: float = 1e-6) -> Tensor:
-    """x / √(mean(x²) + eps) · weight (T5's layer norm: no mean, no bias)."""
-    x = _t(x)
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # noqa: A002 (torch's name)
+             eps: float | None = None) -> Tensor:
+    """x / √(mean(x²) + eps) · weight over the trailing `normalized_shape` dims, as torch's (T5's layer norm:
+    no centring, no bias). `eps=None`: the input dtype's machine epsilon, as torch."""
+    x = _t(input)
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not ns or tuple(x.shape[x.ndim - len(ns):]) != ns or len(ns) > x.ndim:
+        raise ValueError(f"input has shape {x.shape} but rms_norm normalizes over trailing {ns}")
+    if weight is not None and not isinstance(weight, Tensor):
+        raise TypeError(f"rms_norm: weight must be a Tensor or None, got {type(weight).__name__} "
+                        f"(torch's order: rms_norm(input, normalized_shape, weight, eps))")
+    if weight is not None and tuple(weight.shape) != ns:
+        raise ValueError(f"rms_norm: weight has shape {tuple(weight.shape)}, expected normalized_shape {ns}")
     xf = x.astype(np.float32) if x.dtype == np.float16 else x
-    y = xf * ((xf * xf).mean(dim=-1, keepdim=True) + eps).rsqrt()
+    if eps is None:
+        eps = float(np.finfo(xf.dtype if np.dtype(xf.dtype).kind == "f" else np.float32).eps)
+    dims = tuple(range(-len(ns), 0))
+    y = xf * ((xf * xf).mean(dim=dims, keepdim=True) + eps).rsqrt()
     return y * weight if weight is not None else y
 
 

@@ -1,8 +1,6 @@
 """Normalisation layers."""
 from __future__ import annotations
 
-import numpy as np
-
 from seqlab import creation
 from seqlab import functional as F
 from seqlab.nn.module import Module, Parameter, takes_device
@@ -47,13 +45,17 @@ class RMSNorm(Module):
     (float32: 1.19e-7, float64: 2.2e-16); T5 passes its config's 1e-6.
     """
 
-    def __init__(self, normalized_shape: int, eps: float | None = None, dtype=None):
+    def __init__(self, normalized_shape, eps: float | None = None, elementwise_affine: bool = True, dtype=None):
         super().__init__()
-        self.eps = eps
-        self.weight = Parameter(creation.ones(normalized_shape, dtype=dtype))
+        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(creation.ones(self.normalized_shape, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
 
     def forward(self, x):
-        eps = self.eps
-        if eps is None:
-            eps = float(np.finfo(x.dtype if np.dtype(x.dtype).kind == "f" else np.float32).eps)
-        return F.rms_norm(x, self.weight, eps)
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
