@@ -62,6 +62,34 @@ def gru_step(xp: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor
     return (1 - z) * n + z * h
 
 
+def composed_scan(mode: str, xs: list, h: Tensor, c: Tensor | None, w_hh: Tensor, b_hh: Tensor | None,
+                  reverse: bool = False, mask=None, w_hr: Tensor | None = None) -> tuple[list, Tensor, Tensor | None]:
+    """One direction of one layer, one composed cell per step: `xs` holds the T input projections
+    W_ih x_t + b_ih (B, G·H), `mode` is one of rnn_kernels.MODES, `mask` (B, T) bool or None (past a
+    sequence's end the state is carried and the output is 0), `w_hr` (P, H) the LSTM's projection.
+    Returns (the T outputs (B, R) in time order, h_n, c_n or None). `_scan_composed` runs a layer with it,
+    and the fused kernels' double backward (rnn_kernels) differentiates it."""
+    T = len(xs)
+    outs = [None] * T
+    for t in (range(T - 1, -1, -1) if reverse else range(T)):
+        x_t = xs[t]                                                 # (B, G·H)
+        if mode == "lstm":
+            h_new, c_new = lstm_step(x_t, h, c, w_hh, b_hh)
+            if w_hr is not None:
+                h_new = F.linear(h_new, w_hr)                       # (B, P)
+        elif mode == "gru":
+            h_new, c_new = gru_step(x_t, h, w_hh, b_hh), None
+        else:
+            h_new, c_new = rnn_step(x_t, h, w_hh, b_hh, mode[4:]), None
+        if mask is None:
+            h, c, outs[t] = h_new, c_new, h_new
+        else:  # past a sequence's end the state is carried and the output is 0
+            m = mask[:, t, None]                                    # (B, 1)
+            h, outs[t] = creation.where(m, h_new, h), creation.where(m, h_new, 0.0)
+            c = None if c is None else creation.where(m, c_new, c)
+    return outs, h, c
+
+
 def _uniform_init(module: Module, hidden_size: int) -> None:
     """torch's init for every recurrent weight and bias: U(−1/√H, 1/√H)."""
     k = 1.0 / math.sqrt(hidden_size)
@@ -333,25 +361,9 @@ class _RNNBase(Module):
     def _scan_composed(self, xproj, h0, c0, w_hh, b_hh, reverse, mask, w_hr=None):
         """The same recurrence, one composed cell per step (the reference the kernel is held to);
         with `w_hr` (P, H), the LSTM's h_t = W_hr (o_t ⊙ tanh(c_t)), as torch's proj_size."""
-        T = xproj.shape[1]
-        h, c = _as_tensor(h0), (None if c0 is None else _as_tensor(c0))
-        outs = [None] * T
-        for t in (range(T - 1, -1, -1) if reverse else range(T)):
-            x_t = xproj[:, t]                                       # (B, G·H)
-            if self.mode == "lstm":
-                h_new, c_new = lstm_step(x_t, h, c, w_hh, b_hh)
-                if w_hr is not None:
-                    h_new = F.linear(h_new, w_hr)                   # (B, P)
-            elif self.mode == "gru":
-                h_new, c_new = gru_step(x_t, h, w_hh, b_hh), None
-            else:
-                h_new, c_new = rnn_step(x_t, h, w_hh, b_hh, self.mode[4:]), None
-            if mask is None:
-                h, c, outs[t] = h_new, c_new, h_new
-            else:  # past a sequence's end the state is carried and the output is 0
-                m = mask[:, t, None]                                # (B, 1)
-                h, outs[t] = creation.where(m, h_new, h), creation.where(m, h_new, 0.0)
-                c = None if c is None else creation.where(m, c_new, c)
+        xs = [xproj[:, t] for t in range(xproj.shape[1])]          # T × (B, G·H)
+        outs, h, c = composed_scan(self.mode, xs, _as_tensor(h0), None if c0 is None else _as_tensor(c0),
+                                   w_hh, b_hh, reverse, mask, w_hr)
         return creation.stack(outs, dim=1), h, c                    # (B, T, R)
 
     def extra_repr(self) -> str:

@@ -19,6 +19,10 @@ Gate order and formulas are torch's: LSTM (i, f, g, o), GRU (r, z, n) with
 n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)). The LSTM with projections
 (torch's proj_size, h_t = W_hr (o_t ⊙ tanh c_t)) has its own Function,
 `ProjectedLSTMScan`, built on the same LSTM step and back step.
+
+Double backward (autograd.grad(..., create_graph=True)): both scans' `backward_graph` differentiate the
+composed cells of `seqlab.nn.recurrent` over the same steps (`scan_grads_graph`), so higher derivatives
+are the composed path's; the first-order loops above are untouched by it.
 """
 from __future__ import annotations
 
@@ -180,6 +184,7 @@ class RecurrentScan(Function):
         msf = None if ms is None else ms.astype(xproj.dtype)   # (T, B, 1) as 0./1. for the backward
         self.saved = (caches, h_prev, w_hh, msf)
         self.mode, self.order, self.has_bias, self.n_state = mode, order, b_hh is not None, len(state)
+        self.graph_arrays, self.reverse, self.mask = (xproj, h0, c0, w_hh, b_hh), reverse, mask  # backward_graph
         return xp.ascontiguousarray(out.transpose(1, 0, 2))   # (B, T + S, H)
 
     def backward(self, grad):
@@ -216,6 +221,10 @@ class RecurrentScan(Function):
         d_h0 = d_state[0]
         d_c0 = d_state[1] if self.n_state > 1 else None
         return d_x, d_h0, d_c0, d_whh, d_bhh
+
+    def backward_graph(self, g):
+        """The backward with Tensor ops, for create_graph=True: see `scan_grads_graph`."""
+        return scan_grads_graph(self, g, self.mode)
 
 
 class ProjectedLSTMScan(Function):
@@ -266,6 +275,8 @@ class ProjectedLSTMScan(Function):
         msf = None if ms is None else ms.astype(xproj.dtype)   # (T, B, 1) as 0./1. for the backward
         self.saved = (caches, h_prev, m_all, w_hh, w_hr, msf)
         self.order, self.has_bias = order, b_hh is not None
+        # for backward_graph
+        self.graph_arrays, self.reverse, self.mask = (xproj, h0, c0, w_hh, b_hh, w_hr), reverse, mask
         return xp.ascontiguousarray(out.transpose(1, 0, 2))   # (B, T + 2, H)
 
     def backward(self, grad):
@@ -294,3 +305,68 @@ class ProjectedLSTMScan(Function):
         d_whr = dh_new.reshape(-1, P).T @ m_all.reshape(-1, H)  # (P, H), one matmul
         d_bhh = dx.sum(axis=(0, 1)) if self.has_bias else None
         return dx.transpose(1, 0, 2), d_h, d_c, d_whh, d_bhh, d_whr
+
+    def backward_graph(self, g):
+        """The backward with Tensor ops, for create_graph=True: see `scan_grads_graph`."""
+        return scan_grads_graph(self, g, "lstm")
+
+
+# ---- double backward ----------------------------------------------------------------------------------------
+def scan_grads_graph(fn, g, mode: str) -> tuple:
+    """The gradients of a scan (RecurrentScan or ProjectedLSTMScan `fn`) for output gradient `g` (a Tensor
+    (B, T + S, H)), as Tensors with a graph (autograd.grad(..., create_graph=True)).
+
+    The layer-direction is composed again from the graph inputs, one cell per step (`recurrent.composed_scan`,
+    the cells the kernel is held to, with the same mask and direction), and that composition is differentiated
+    by the double-backward engine itself (`higher_order.run_graph_differentiable`, with g's rows as the root
+    gradients): every derivative, of any order, is the composed cells'. The engine's targets are stand-ins made
+    from the graph inputs: the per-step slices x_t = xproj[:, t] and identity views of h0, c0, W_hh, b_hh (W_hr).
+    It captures their gradients and runs only the composition, none of the graph below the scan; while it runs,
+    the stand-ins' ops are marked as needing no input gradient, so it does not even walk that graph. The dx_t
+    are stacked into ∂/∂xproj. Each composed op is recorded, a graph per time step: slower than the fused
+    first-order backward. The forward keeps xproj (B, T, G·H) for this recomposition.
+    """
+    from seqlab import creation
+    from seqlab.autograd import higher_order
+    from seqlab.autograd.ops.movement import Reshape
+    from seqlab.nn.recurrent import composed_scan
+
+    arrays, need = fn.graph_arrays, fn.needs_input_grad
+    T = arrays[0].shape[1]
+    ins, targets = [], []                              # ins: what the composition reads, one per input
+    for i, a in enumerate(arrays):
+        x = higher_order.graph_input(fn, i, a)
+        if i == 0:                                     # T × (B, G·H), as the composed path reads xproj
+            ins.append([x[:, t] for t in range(T)])
+            if need[0]:
+                targets += ins[0]
+        elif need[i]:
+            ins.append(Reshape.apply(x, shape=x.shape))  # an identity view: the engine's target
+            targets.append(ins[-1])
+        else:
+            ins.append(x)
+    xs, h0, c0, w_hh, b_hh = ins[:5]
+    w_hr = ins[5] if len(ins) > 5 else None
+    outs, h_n, c_n = composed_scan(mode, xs, h0, c0, w_hh, b_hh, fn.reverse, fn.mask, w_hr)
+    R = h_n.shape[-1]                                  # P for the projected LSTM, else H
+    y = creation.stack(outs, dim=1)                    # (B, T, R)
+    pairs = [(y, g[:, :T, :R]), (h_n, g[:, T, :R])] + ([] if c_n is None else [(c_n, g[:, T + 1])])
+    pairs = [(r, rg) for r, rg in pairs if r.requires_grad]
+    stands = [t._ctx for t in targets]
+    for f in stands:                                   # the walk stops at the stand-ins (restored below)
+        f.needs_input_grad = (False,)
+    try:
+        got = higher_order.run_graph_differentiable([r for r, _ in pairs], [rg for _, rg in pairs], True, targets)
+    finally:
+        for f in stands:
+            f.needs_input_grad = (True,)
+    got, grads = iter(got), []
+    for i, a in enumerate(arrays):
+        if not need[i]:
+            grads.append(None)
+        elif i == 0:
+            zero = higher_order.constant(a[:, 0] * 0)
+            grads.append(creation.stack([zero if d is None else d for d in (next(got) for _ in range(T))], dim=1))
+        else:
+            grads.append(next(got))
+    return tuple(grads)
