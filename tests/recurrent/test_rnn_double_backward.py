@@ -146,6 +146,22 @@ def test_frozen_weights_and_a_constant_input_derivatives_wrt_the_states_only(kin
     _assert_same(res[0], res[1], f"{kind} states only")
 
 
+@pytest.mark.parametrize("kind,kw", [("lstm", dict(num_layers=2, bidirectional=True)), ("lstm", dict(proj_size=P)),
+                                     ("gru", dict())])
+def test_a_training_step_keeps_no_input_projection_for_double_backward(kind, kw):
+    """The scans do not keep xproj (B, T, G·H) alive for a double backward that may never come: they keep how
+    it was made (x, W_ih, b_ih, which the projection's backward holds anyway) and make it again."""
+    from seqlab.autograd import engine
+    from seqlab.nn.rnn_kernels import ProjectedLSTMScan, RecurrentScan
+
+    s, _ = _pair(kind, **kw)
+    out, _ = s(seqlab.tensor(np.random.default_rng(0).standard_normal((B, T, IN)), requires_grad=True))
+    scans = [f for f in engine.topological_order(out._ctx) if isinstance(f, (RecurrentScan, ProjectedLSTMScan))]
+    assert len(scans) == s.num_layers * (2 if s.bidirectional else 1)
+    for f in scans:
+        assert f.graph_arrays[0] is None and len(f.xproj_from) == 3
+
+
 def test_the_scans_are_listed_as_supported():
     ops = higher_order.supported_ops()
     assert "RecurrentScan" in ops and "ProjectedLSTMScan" in ops

@@ -322,7 +322,11 @@ class _RNNBase(Module):
                 xproj = F.linear(layer_in, w_ih, b_ih)             # (B, T, G·H): every step in one matmul
                 c_k = c0[k] if self.mode == "lstm" else None
                 run = self._scan_fused if self.fused else self._scan_composed
-                out, h, c = run(xproj, h0[k], c_k, w_hh, b_hh, bool(d), mask, w_hr)
+                if self.fused:  # how xproj was made, so the scan need not keep it (for double backward)
+                    out, h, c = run(xproj, h0[k], c_k, w_hh, b_hh, bool(d), mask, w_hr,
+                                    xproj_from=(layer_in.data, w_ih.data, None if b_ih is None else b_ih.data))
+                else:
+                    out, h, c = run(xproj, h0[k], c_k, w_hh, b_hh, bool(d), mask, w_hr)
                 outs.append(out)
                 h_n.append(h)
                 c_n.append(c)
@@ -346,15 +350,15 @@ class _RNNBase(Module):
         out, h_n, c_n = self._run(x, h0, c0, lens)                  # (B, T, D·H), (L·D, B, H)
         return _pack_as(out, packed, batch_first=True), h_n, c_n    # data (N, D·H)
 
-    def _scan_fused(self, xproj, h0, c0, w_hh, b_hh, reverse, mask, w_hr=None):
+    def _scan_fused(self, xproj, h0, c0, w_hh, b_hh, reverse, mask, w_hr=None, xproj_from=None):
         T = xproj.shape[1]
         if w_hr is not None:  # LSTM with projections: h_t (B, P) sits in the first P columns of its row
             P = w_hr.shape[0]
             packed = ProjectedLSTMScan.apply(xproj, h0, c0, w_hh, b_hh, w_hr, reverse=reverse,
-                                             mask=mask)             # (B, T + 2, H)
+                                             mask=mask, xproj_from=xproj_from)  # (B, T + 2, H)
             return packed[:, :T, :P], packed[:, T, :P], packed[:, T + 1]
         packed = RecurrentScan.apply(xproj, h0, c0, w_hh, b_hh, mode=self.mode, reverse=reverse,
-                                     mask=mask)                     # (B, T + S, H)
+                                     mask=mask, xproj_from=xproj_from)  # (B, T + S, H)
         c = packed[:, T + 1] if self.mode == "lstm" else None
         return packed[:, :T], packed[:, T], c
 

@@ -155,7 +155,7 @@ class RecurrentScan(Function):
     packed sequences compute.
     """
 
-    def forward(self, xproj, h0, c0, w_hh, b_hh, mode="lstm", reverse=False, mask=None):
+    def forward(self, xproj, h0, c0, w_hh, b_hh, mode="lstm", reverse=False, mask=None, xproj_from=None):
         xp = xp_of(xproj)
         step, _ = CELLS[mode]
         B, T, _ = xproj.shape
@@ -184,7 +184,9 @@ class RecurrentScan(Function):
         msf = None if ms is None else ms.astype(xproj.dtype)   # (T, B, 1) as 0./1. for the backward
         self.saved = (caches, h_prev, w_hh, msf)
         self.mode, self.order, self.has_bias, self.n_state = mode, order, b_hh is not None, len(state)
-        self.graph_arrays, self.reverse, self.mask = (xproj, h0, c0, w_hh, b_hh), reverse, mask  # backward_graph
+        # for backward_graph: xproj itself only when it cannot be made again (see `scan_grads_graph`)
+        self.graph_arrays = (xproj if xproj_from is None else None, h0, c0, w_hh, b_hh)
+        self.xproj_from, self.reverse, self.mask = xproj_from, reverse, mask
         return xp.ascontiguousarray(out.transpose(1, 0, 2))   # (B, T + S, H)
 
     def backward(self, grad):
@@ -243,7 +245,7 @@ class ProjectedLSTMScan(Function):
     mask is False), row T the final h_n (first P columns), row T + 1 the final c_n; the other columns are 0.
     """
 
-    def forward(self, xproj, h0, c0, w_hh, b_hh, w_hr, reverse=False, mask=None):
+    def forward(self, xproj, h0, c0, w_hh, b_hh, w_hr, reverse=False, mask=None, xproj_from=None):
         xp = xp_of(xproj)
         B, T, _ = xproj.shape
         P, H = w_hr.shape
@@ -275,8 +277,9 @@ class ProjectedLSTMScan(Function):
         msf = None if ms is None else ms.astype(xproj.dtype)   # (T, B, 1) as 0./1. for the backward
         self.saved = (caches, h_prev, m_all, w_hh, w_hr, msf)
         self.order, self.has_bias = order, b_hh is not None
-        # for backward_graph
-        self.graph_arrays, self.reverse, self.mask = (xproj, h0, c0, w_hh, b_hh, w_hr), reverse, mask
+        # for backward_graph: xproj itself only when it cannot be made again (see `scan_grads_graph`)
+        self.graph_arrays = (xproj if xproj_from is None else None, h0, c0, w_hh, b_hh, w_hr)
+        self.xproj_from, self.reverse, self.mask = xproj_from, reverse, mask
         return xp.ascontiguousarray(out.transpose(1, 0, 2))   # (B, T + 2, H)
 
     def backward(self, grad):
@@ -324,7 +327,11 @@ def scan_grads_graph(fn, g, mode: str) -> tuple:
     It captures their gradients and runs only the composition, none of the graph below the scan; while it runs,
     the stand-ins' ops are marked as needing no input gradient, so it does not even walk that graph. The dx_t
     are stacked into ∂/∂xproj. Each composed op is recorded, a graph per time step: slower than the fused
-    first-order backward. The forward keeps xproj (B, T, G·H) for this recomposition.
+    first-order backward.
+
+    xproj (B, T, G·H) is not kept by the forward when the layer says how it was made (`xproj_from`: the
+    arrays x, W_ih, b_ih of F.linear, which the projection's own backward keeps anyway): it is made again
+    here by the same call, so every training step holds no more than before double backward existed.
     """
     from seqlab import creation
     from seqlab.autograd import higher_order
@@ -332,6 +339,13 @@ def scan_grads_graph(fn, g, mode: str) -> tuple:
     from seqlab.nn.recurrent import composed_scan
 
     arrays, need = fn.graph_arrays, fn.needs_input_grad
+    if arrays[0] is None:                              # xproj made again, as the layer made it
+        from seqlab import functional as F
+        from seqlab.autograd.function import no_grad
+        from seqlab.autograd.tensor import Tensor
+        with no_grad():
+            xproj = F.linear(*(None if a is None else Tensor._from_op(a, None) for a in fn.xproj_from)).data
+        arrays = (xproj,) + tuple(arrays[1:])
     T = arrays[0].shape[1]
     ins, targets = [], []                              # ins: what the composition reads, one per input
     for i, a in enumerate(arrays):
