@@ -541,3 +541,71 @@ def test_use_cache_in_training_under_checkpoints_is_turned_off_with_transformers
     model.eval()  # outside training the cache is kept, silently
     with sl.no_grad():
         assert model(input_ids=ids, labels=ids, use_cache=True).past_key_values is not None
+
+
+# ---- torch's non-reentrant options ------------------------------------------------------------------
+def test_torchs_other_options_are_taken_not_passed_to_the_function():
+    """determinism_check, debug and early_stop are checkpoint's own (torch's), not the function's keywords."""
+    ours, theirs = _mlp_pair()
+    x = np.random.default_rng(3).standard_normal((4, 6)).astype(np.float32)
+    xs, xt = sl.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    checkpoint(ours, xs, use_reentrant=False, determinism_check="none", debug=True, early_stop=False).sum().backward()
+    tcp.checkpoint(theirs, xt, use_reentrant=False, determinism_check="none", debug=True,
+                   early_stop=False).sum().backward()
+    np.testing.assert_allclose(xs.grad, xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+    for name, got in _grads(ours).items():
+        np.testing.assert_allclose(got, dict(theirs.named_parameters())[name].grad.numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match=r"determinism_check should be one of \['default', 'none'\], but got 'x'"):
+        checkpoint(ours, xs, determinism_check="x")
+    with pytest.raises(ValueError, match=r"determinism_check should be one of \['default', 'none'\]"):
+        tcp.checkpoint(theirs, xt, use_reentrant=False, determinism_check="x")
+
+
+def _recording_context_fn(events: list):
+    class Ctx:
+        def __init__(self, name):
+            self.name = name
+
+        def __enter__(self):
+            events.append(("enter", self.name, torch.is_grad_enabled() if self.name.startswith("t") else
+                           sl.is_grad_enabled()))
+
+        def __exit__(self, *exc):
+            events.append(("exit", self.name))
+
+    def make(prefix):
+        return lambda: (Ctx(prefix + "forward"), Ctx(prefix + "recompute"))
+    return make
+
+
+def test_context_fn_wraps_the_forward_and_the_recomputation_as_torchs():
+    """Each context manager of context_fn() is entered once, around the forward and around the recomputation,
+    in torch's order and grad mode."""
+    ours, theirs = _mlp_pair()
+    x = np.ones((2, 6), dtype=np.float32)
+    got, want = [], []
+    y = checkpoint(ours, sl.tensor(x, requires_grad=True), use_reentrant=False,
+                   context_fn=_recording_context_fn(got)("s:"))
+    yt = tcp.checkpoint(theirs, torch.tensor(x, requires_grad=True), use_reentrant=False,
+                        context_fn=_recording_context_fn(want)("t:"))
+    assert [e[:2] for e in got] == [("enter", "s:forward"), ("exit", "s:forward")]
+    y.sum().backward()
+    yt.sum().backward()
+    strip = [(e[0], e[1][2:]) + e[2:] for e in got]
+    assert strip == [(e[0], e[1][2:]) + e[2:] for e in want]
+    with pytest.raises(TypeError, match="context_fn must return two context managers"):
+        checkpoint(ours, sl.tensor(x, requires_grad=True), context_fn=lambda: None)
+
+
+def test_use_reentrant_false_runs_the_same_kind_and_says_so_when_asked_for_autograd_grad():
+    ours, _ = _mlp_pair()
+    xs = sl.tensor(np.ones((2, 6), dtype=np.float32), requires_grad=True)
+    y = checkpoint(ours, xs, use_reentrant=False)
+    with pytest.raises(RuntimeError, match=r"whatever use_reentrant says \(use_reentrant=False, torch's "
+                                           r"non-reentrant kind, is not implemented\)"):
+        sl.autograd.grad(y.sum(), xs)
+
+
+def test_more_segments_than_functions_is_a_clear_error():
+    with pytest.raises(ValueError, match="3 segments of 2 functions; segments must be at most the number"):
+        checkpoint_sequential([lambda x: x, lambda x: x], 3, sl.ones(2))

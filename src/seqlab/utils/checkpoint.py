@@ -11,7 +11,13 @@ dropout draws the same masks both times and the gradients are those of the forwa
 
 This is torch's *reentrant* variant (``use_reentrant=True``): the recomputation runs its own backward
 pass, which adds the gradients of the parameters used inside `fn` straight into their ``.grad``.
-``use_reentrant`` is accepted for torch code and changes nothing. As torch's reentrant checkpoint:
+``use_reentrant`` is accepted for torch code, and ``use_reentrant=False`` (torch's recommended kind) runs
+this same variant: ``loss.backward()`` gives the same gradients either way; what only torch's non-reentrant
+kind allows (``autograd.grad``, ``backward(inputs=...)``) is refused with an error saying so. Of the
+non-reentrant kind's options, ``context_fn`` is honoured (its two context managers wrap the forward and the
+recomputation), ``determinism_check`` ('default' or 'none'; the shapes and dtypes are always checked, since
+the recomputation's gradients are cut by them), ``debug`` and ``early_stop`` are accepted and change nothing.
+As torch's reentrant checkpoint:
 
 - ``autograd.grad`` and ``backward(inputs=...)`` through a checkpoint raise a RuntimeError when they reach
   it (the parameters inside are no inputs of the checkpoint, so they cannot be chosen, and their ``.grad``
@@ -46,6 +52,7 @@ Where it differs from torch's, on purpose:
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -92,8 +99,9 @@ def _differentiable(o) -> bool:
     return isinstance(o, Tensor) and o.dtype.kind == "f"
 
 
-_TARGETED = ("checkpoint is not compatible with autograd.grad() or backward(inputs=...), as torch's reentrant "
-             "checkpoint (use_reentrant=True) is not: the recomputation's own backward pass would put the "
+_TARGETED = ("checkpoint is not compatible with autograd.grad() or backward(inputs=...): seqlab's checkpoint is "
+             "torch's reentrant kind whatever use_reentrant says (use_reentrant=False, torch's non-reentrant kind, "
+             "is not implemented), and the recomputation's own backward pass would put the "
              "gradients of the parameters used inside the checkpointed function into their .grad, and none of "
              "them can be returned or chosen from outside. Call backward() without inputs, or run without "
              "checkpoints (call the function directly; model.gradient_checkpointing_disable())")
@@ -131,11 +139,12 @@ class _Checkpoint(Function):
     Its inputs are fn's positional arguments, then the values of its keyword arguments (`names` says
     which keyword each of those is), then maybe a dummy leaf that is never passed to fn."""
 
-    def forward(self, *arrays, run, is_tensor, names, n_call, preserve_rng_state):
+    def forward(self, *arrays, run, is_tensor, names, n_call, preserve_rng_state, contexts=None):
         self.run, self.is_tensor, self.names, self.n_call = run, is_tensor, names, n_call
+        self.recompute_context = None if contexts is None else contexts[1]
         self.rng = _rng_state() if preserve_rng_state else None
         self.save_for_backward(*arrays)  # notes the clock: the engine refuses backward if one changes in place
-        with no_grad():
+        with (contextlib.nullcontext() if contexts is None else contexts[0]), no_grad():  # entered in grad mode
             outs, self.single = _outputs(self._call(arrays, False)[1], "the function")
         self.forward_clock = _versions._clock  # what changes in place after this, _check_unchanged catches
         # what the forward returns: _CARRIED for an output the node carries, else the output itself (popped by
@@ -172,8 +181,9 @@ class _Checkpoint(Function):
         if self.rng is not None:
             current = _rng_state()
             _set_rng_state(self.rng)
+        context, self.recompute_context = self.recompute_context, None
         try:
-            with enable_grad():
+            with enable_grad(), (contextlib.nullcontext() if context is None else context):
                 leaves, out = self._call(self.saved, True)
                 outs, _ = _outputs(out, "the function")
         finally:
@@ -208,7 +218,8 @@ def _cut(joined, shapes: list) -> list:
     return pieces
 
 
-def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None,
+def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None, context_fn: Callable | None = None,
+               determinism_check: str = "default", debug: bool = False, early_stop: bool = True,
                preserve_rng_state: bool = True, **kwargs: Any):
     """``function(*args, **kwargs)`` without keeping its activations for backward; they are recomputed
     when backward reaches it (see the module's docstring). Returns what ``function`` returns: a Tensor or
@@ -217,9 +228,17 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
 
     Every tensor with a graph that `function` uses must come in through `args` or `kwargs`: one it
     reaches by a closure is not recorded by the checkpoint, and breaks backward."""
-    del use_reentrant  # torch's two variants give the same gradients here
+    del use_reentrant, debug, early_stop  # torch's two kinds give the same gradients here (see the module)
+    if determinism_check not in ("default", "none"):
+        raise ValueError(f"determinism_check should be one of ['default', 'none'], but got {determinism_check!r}")
     if not is_grad_enabled():
         return function(*args, **kwargs)
+    contexts = None
+    if context_fn is not None:
+        contexts = context_fn()
+        if not (isinstance(contexts, tuple) and len(contexts) == 2):
+            raise TypeError("checkpoint: context_fn must return two context managers (one for the forward, one for "
+                            f"the recomputation), got {type(contexts).__name__}")
     names = tuple(kwargs)
     inputs = list(args) + list(kwargs.values())
     is_tensor = tuple(isinstance(a, Tensor) for a in inputs)
@@ -228,7 +247,7 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
         # a leaf that requires grad, so the node is recorded and its backward runs for the parameters inside
         inputs.append(Tensor(0.0, requires_grad=True))
     out, fn = _Checkpoint.apply_with_fn(*inputs, run=function, is_tensor=is_tensor, names=names, n_call=n_call,
-                                        preserve_rng_state=preserve_rng_state)
+                                        preserve_rng_state=preserve_rng_state, contexts=contexts)
     passed, fn.passed = fn.passed, None
     if fn.single:
         return out if passed[0] is _CARRIED else passed[0]
@@ -250,6 +269,9 @@ def checkpoint_sequential(functions: Sequence[Callable] | Any, segments: int, in
     fns = list(functions.children()) if hasattr(functions, "children") else list(functions)
     if isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
         raise ValueError(f"segments must be an int >= 1, got {segments!r}")
+    if segments > len(fns):  # torch fails here with "range() arg 3 must not be zero"
+        raise ValueError(f"checkpoint_sequential: {segments} segments of {len(fns)} functions; segments must be at "
+                         f"most the number of functions")
 
     def run_range(lo: int, hi: int):
         def run(x):
