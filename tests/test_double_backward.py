@@ -339,10 +339,11 @@ def test_an_op_without_a_differentiable_backward_is_refused_by_name_and_frees_no
     want, = autograd.grad(loss(lambda a: lin(a).tanh()), x)   # the same loss without the checkpoint
     y = loss(lambda a: checkpoint(lambda b: lin(b).tanh(), a, use_reentrant=False))  # recomputed in backward
     with pytest.raises(RuntimeError, match=r"create_graph=True: seqlab's op '_Checkpoint' \(seqlab\.utils\."
-                                           r"checkpoint\) has no differentiable backward yet .*supported: .*"
-                                           r"\bCast\b.*\bLayerNorm\b.*\bLinear\b.*\bTanh\b") as err:
+                                           r"checkpoint\) has no differentiable backward yet \(backward_graph\); "
+                                           r"seqlab\.autograd\.higher_order\.supported_ops\(\) lists the \d+ ops "
+                                           r"that have one$") as err:
         autograd.grad(y, x, create_graph=True)
-    assert "\n" not in str(err.value)
+    assert "\n" not in str(err.value) and f"the {len(higher_order.supported_ops())} ops" in str(err.value)
     y.backward()                                              # the refusal ran and freed nothing
     np.testing.assert_allclose(x.grad, want.numpy(), rtol=1e-12)   # (a checkpoint takes no autograd.grad)
     supported = higher_order.supported_ops()

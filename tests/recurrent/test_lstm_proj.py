@@ -213,6 +213,16 @@ def test_torch_value_errors(proj_size):
     assert str(s_err.value) == str(t_err.value)
 
 
+@pytest.mark.parametrize("name", ["RNN", "GRU"])
+def test_proj_size_on_rnn_or_gru_is_torchs_value_error(name):
+    with pytest.raises(ValueError) as t_err:
+        getattr(torch.nn, name)(I, H, proj_size=P)
+    with pytest.raises(ValueError) as s_err:
+        getattr(nn, name)(I, H, proj_size=P)
+    assert str(s_err.value) == str(t_err.value)
+    assert getattr(nn, name)(I, H, proj_size=0).hidden_size == H
+
+
 def test_type_and_state_shape_errors():
     with pytest.raises(TypeError, match="proj_size should be of type int, got: float"):
         nn.LSTM(I, H, proj_size=2.5)

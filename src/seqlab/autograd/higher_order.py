@@ -98,7 +98,8 @@ def supported_ops() -> list[str]:
 def unsupported_message(fn) -> str:
     cls = type(fn)
     return (f"create_graph=True: seqlab's op '{cls.__name__}' ({cls.__module__}) has no differentiable "
-            f"backward yet (backward_graph); supported: {', '.join(supported_ops())}")
+            f"backward yet (backward_graph); seqlab.autograd.higher_order.supported_ops() lists the "
+            f"{len(supported_ops())} ops that have one")
 
 
 def _as_tensor(g):

@@ -402,7 +402,8 @@ class RNN(_RNNBase):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity: str = "tanh",
                  bias: bool = True, batch_first: bool = True, dropout: float = 0.0, bidirectional: bool = False,
-                 dtype=None, fused: bool = True):
+                 dtype=None, fused: bool = True, proj_size: int = 0):
+        _no_projection(proj_size)
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
         super().__init__("rnn_" + nonlinearity, input_size, hidden_size, num_layers, bias, batch_first,
@@ -412,6 +413,11 @@ class RNN(_RNNBase):
     def forward(self, x: Tensor, hx: Tensor | None = None, lengths=None) -> tuple[Tensor, Tensor]:
         out, h_n, _ = self._run(x, hx, None, lengths)
         return out, h_n
+
+
+def _no_projection(proj_size) -> None:
+    if proj_size != 0:  # torch's message
+        raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
 
 
 @takes_device
@@ -449,7 +455,8 @@ class GRU(_RNNBase):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = True, dropout: float = 0.0, bidirectional: bool = False, dtype=None,
-                 fused: bool = True):
+                 fused: bool = True, proj_size: int = 0):
+        _no_projection(proj_size)
         super().__init__("gru", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
                          dtype, fused)
 
