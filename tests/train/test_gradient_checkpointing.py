@@ -28,3 +28,21 @@ def test_shakespeare_gpt_trains_the_same_with_gradient_checkpointing(tmp_path):
 def test_a_model_without_it_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="gradient_checkpointing: .* has no gradient checkpointing"):
         runs.train("toy-classifier", tmp_path / "toy", [({"gradient_checkpointing": True, "max_steps": 1}, "test")])
+
+
+def test_a_run_may_turn_it_on_when_resumed(tmp_path):
+    """A run short of memory resumes with gradient checkpointing: allowed (it changes the numbers only by
+    rounding), the model runs with it, and the losses follow the uninterrupted run's."""
+    if not (DATA / "tinyshakespeare").is_dir():
+        pytest.skip(f"shared datasets not found at {DATA} (set SEQLAB_DATA)")
+    whole = runs.train("shakespeare-gpt", tmp_path / "whole", [(GPT_TINY, "test")], data_dir=DATA)
+    stop = [lambda trainer, row: (_ for _ in ()).throw(KeyboardInterrupt) if row["step"] == 1 else None]
+    first = runs.train("shakespeare-gpt", tmp_path / "part", [(GPT_TINY, "test")], data_dir=DATA, callbacks=stop)
+    assert first.stopped == "interrupted"
+    seen = []
+    rest = runs.train("shakespeare-gpt", tmp_path / "part", [({"gradient_checkpointing": True}, "--set")],
+                      resume=True, data_dir=DATA,
+                      callbacks=[lambda trainer, row: seen.append(trainer.model.is_gradient_checkpointing)])
+    assert seen and all(seen)
+    assert [s for s, _ in rest.losses] == [2, 3]
+    np.testing.assert_allclose([v for _, v in rest.losses], [v for s, v in whole.losses if s > 1], rtol=1e-5)

@@ -22,8 +22,10 @@ from seqlab.errors import ConfigError
 OPTIMIZERS = ("adamw", "adam", "sgd")
 SCHEDULES = ("constant", "warmup_linear", "warmup_cosine", "inverse_sqrt")
 
-# Settings that may change when a run is resumed: they steer the run, not the numbers it computes.
-RESUMABLE_KEYS = frozenset({"max_minutes", "checkpoint_every", "keep_checkpoints", "log_every"})
+# Settings that may change when a run is resumed: they steer the run, not the numbers it computes
+# (gradient_checkpointing changes them only by rounding, and is what a run short of memory needs).
+RESUMABLE_KEYS = frozenset({"max_minutes", "checkpoint_every", "keep_checkpoints", "log_every",
+                            "gradient_checkpointing"})
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,7 @@ class TrainConfig:
     patience: int = 0                 # evaluations without improvement before stopping (0 = never)
     max_minutes: float = 0.0          # training time budget, summed over resumes (0 = none)
     ema_decay: float = 0.0            # evaluate an EMA of the weights, e.g. 0.999 (0 = off; see Trainer)
-    gradient_checkpointing: bool = False  # recompute each layer's activations in backward (GPT, BERT, T5)
+    gradient_checkpointing: bool = False  # recompute each layer's activations in backward (GPT and BERT models)
 
     # Checked on every construction (defaults, --config, --set, --print-config): a task's Config declares
     # its own BOUNDS and CHOICES, which add to these.
