@@ -106,7 +106,8 @@ def test_cuda_manual_seed_leaves_the_host_stream_alone():
 def test_bfloat16_can_be_named_but_not_used():
     table = {"float32": seqlab.float32, "bfloat16": seqlab.bfloat16, "float16": seqlab.float16}  # nanoGPT's
     assert repr(table["bfloat16"]) == "seqlab.bfloat16"
-    with pytest.raises(TypeError, match="no bfloat16"):
+    with pytest.raises(TypeError, match=r"no bfloat16 \(NumPy lacks it\): use float32 \(the default\) or float64; "
+                                        r"seqlab does not compute in half precision"):
         seqlab.zeros(2, dtype=seqlab.bfloat16)
 
 

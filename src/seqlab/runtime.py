@@ -74,8 +74,8 @@ class MissingDtype:
 
     @property
     def dtype(self):  # NumPy asks for this when it reads `dtype=`
-        raise TypeError(f"seqlab has no {self.name} (NumPy lacks it): seqlab computes in float32 "
-                        f"(or float64, float16)")
+        raise TypeError(f"seqlab has no {self.name} (NumPy lacks it): use float32 (the default) or float64; "
+                        f"seqlab does not compute in half precision")
 
     def __repr__(self) -> str:
         return f"seqlab.{self.name}"
