@@ -378,3 +378,13 @@ def check_module(seqlab_module, torch_module, inputs: Sequence, kwargs: dict | N
         assert sp.grad is not None, f"parameter {n}: no gradient"
         assert_close(sp.grad, _np(tp.grad), rtol, scale_atol=scale, floor=floor, what=f"grad of {n}")
     return s_out, t_out
+
+
+def wgan_gp_loss(lib, critic, real, fake, alpha, lam: float = 10.0):
+    """The WGAN-GP critic loss (Gulrajani et al. 2017, eq. 3) in `lib` (seqlab or torch): D(fake) − D(real) +
+    λ (‖∂D/∂x̂‖ − 1)², the gradient's norm over each whole sample at x̂ = α·real + (1 − α)·fake, taken with
+    autograd.grad(create_graph=True) so the loss's backward differentiates through it (double backward)."""
+    x_hat = (alpha * real + (1 - alpha) * fake).requires_grad_(True)
+    g, = lib.autograd.grad(critic(x_hat).sum(), x_hat, create_graph=True)
+    penalty = ((g.reshape(g.shape[0], -1).norm(2, dim=1) - 1) ** 2).mean()
+    return critic(fake).mean() - critic(real).mean() + lam * penalty

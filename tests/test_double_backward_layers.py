@@ -9,6 +9,7 @@ critic gives torch's parameter gradients, and a Hessian-vector product through n
 import numpy as np
 import pytest
 import torch
+from helpers import wgan_gp_loss
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import seqlab
@@ -483,10 +484,7 @@ def _seq_wgan_gp_step(lib, critic, params, real, fake, alpha, lam=10.0, seed=Non
         seqlab.manual_seed(seed)
     dt = params[0].dtype
     real, fake, a = (lib.tensor(v, dtype=dt) for v in (real, fake, alpha))
-    x_hat = (a * real + (1 - a) * fake).requires_grad_(True)
-    g, = lib.autograd.grad(critic(x_hat).sum(), x_hat, create_graph=True)
-    penalty = ((g.reshape(g.shape[0], -1).norm(2, dim=1) - 1) ** 2).mean()
-    loss = critic(fake).mean() - critic(real).mean() + lam * penalty
+    loss = wgan_gp_loss(lib, critic, real, fake, a, lam)
     loss.backward()
     return [loss] + [p.grad for p in params]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from helpers import wgan_gp_loss
 from torch.nn.utils import rnn as trnn
 
 import seqlab
@@ -182,10 +183,7 @@ def _wgan_gp_step(lib, rnn, head, real, fake, alpha, lam=10.0):
         h_n = h_n[0] if isinstance(h_n, tuple) else h_n
         return head(lib.cat([h_n[-2], h_n[-1]], dim=-1))              # (B, 1)
 
-    x_hat = (a * real + (1 - a) * fake).requires_grad_(True)
-    g, = lib.autograd.grad(critic(x_hat).sum(), x_hat, create_graph=True)
-    penalty = ((g.reshape(g.shape[0], -1).norm(2, dim=1) - 1) ** 2).mean()
-    loss = critic(fake).mean() - critic(real).mean() + lam * penalty
+    loss = wgan_gp_loss(lib, critic, real, fake, a, lam)
     loss.backward()
     return [loss] + [p.grad for p in params]
 

@@ -109,6 +109,23 @@ class ChunkedAttention(Function):
         """Room for one (..., q_chunk, k_chunk) block; edge blocks use its top-left corner."""
         return self.xp.empty(lead + (min(self.q_chunk, L), min(self.k_chunk, S)), dtype=dtype)
 
+    def _hidden(self, block, i0: int, i1: int, j0: int, j1: int):
+        """`block` (a tile of the user's mask, or None) or-ed with what causal / window hide of query rows
+        i0:i1 against keys j0:j1: (bq, bk) bool, True = hidden."""
+        if not (self.causal or self.window is not None):
+            return block
+        xp = self.xp
+        ii = xp.arange(i0, i1)[:, None]  # (bq, 1)
+        jj = xp.arange(j0, j1)[None, :]  # (1, bk)
+        pos = xp.zeros((i1 - i0, j1 - j0), dtype=bool)
+        if self.causal:
+            pos |= jj > ii
+        if self.window is not None:
+            pos |= (ii - jj) > self.window
+            if not self.causal:
+                pos |= (jj - ii) > self.window
+        return pos if block is None else (block | pos)
+
     def _scores(self, qi, k, i0, i1, j0, j1, buf):
         """Masked, scaled scores of query rows i0:i1 against keys j0:j1, written into `buf`: (..., bq, bk)."""
         xp = self.xp
@@ -121,18 +138,7 @@ class ChunkedAttention(Function):
                 s += b
             else:  # a bias with more leading dims than q: a new array
                 s = s + b
-        hide = _tile(self.block, i0, i1, j0, j1)
-        if self.causal or self.window is not None:
-            ii = xp.arange(i0, i1)[:, None]  # (bq, 1)
-            jj = xp.arange(j0, j1)[None, :]  # (1, bk)
-            pos = xp.zeros((i1 - i0, j1 - j0), dtype=bool)
-            if self.causal:
-                pos |= jj > ii
-            if self.window is not None:
-                pos |= (ii - jj) > self.window
-                if not self.causal:
-                    pos |= (jj - ii) > self.window
-            hide = pos if hide is None else (hide | pos)
+        hide = self._hidden(_tile(self.block, i0, i1, j0, j1), i0, i1, j0, j1)
         if hide is not None:
             if np.broadcast_shapes(hide.shape, s.shape) == s.shape:
                 xp.copyto(s, s.dtype.type(-np.inf), where=hide)
@@ -173,19 +179,7 @@ class ChunkedAttention(Function):
         attention's O(L·S) memory. The causal / window mask becomes one (L, S) block mask; the bias stays a
         constant (it gets no gradient here)."""
         q, k, v = self.saved[:3]
-        xp = self.xp
-        block = self.block
-        L, S = q.shape[-2], k.shape[-2]
-        if self.causal or self.window is not None:
-            ii, jj = xp.arange(L)[:, None], xp.arange(S)[None, :]
-            pos = xp.zeros((L, S), dtype=bool)
-            if self.causal:
-                pos |= jj > ii
-            if self.window is not None:
-                pos |= (ii - jj) > self.window
-                if not self.causal:
-                    pos |= (jj - ii) > self.window
-            block = pos if block is None else (block | pos)
+        block = self._hidden(self.block, 0, q.shape[-2], 0, k.shape[-2])
         bias = None if self.bias is None else constant(self.bias)
         need = self.needs_input_grad
         gq, gk, gv, _ = attention_grads_graph(g, graph_input(self, 0, q), graph_input(self, 1, k),
