@@ -137,10 +137,22 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # n
     return y * weight if weight is not None else y
 
 
-def embedding(ids, weight: Tensor, padding_idx: int | None = None) -> Tensor:
-    """Rows of `weight` (num_embeddings, dim) for integer `ids` of any shape; ids on another device
-    than the weight are copied to the weight's (token ids usually start on the host)."""
-    ids_arr = backend.to_device(_arr(ids), weight.device)
+def embedding(input, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,  # noqa: A002
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of `weight` (num_embeddings, dim) for integer ids `input` of any shape, with torch's arguments;
+    ids on another device than the weight are copied to the weight's (token ids usually start on the host).
+
+    `padding_idx` (negative counts from the end): that row gets no gradient. `max_norm`: first, as torch's
+    `embedding_renorm_`, each row looked up whose `norm_type`-norm exceeds max_norm is scaled IN PLACE in
+    `weight` (outside the graph) by max_norm / (norm + 1e-7); the lookup then reads the new rows, and the
+    gradient is the plain lookup's. `scale_grad_by_freq`: each row's gradient is divided by how often its id
+    occurs in `input` (its double backward is exact, where torch's leaves that 1/count out: see
+    `Fu.Embedding`). `sparse=True` is refused: seqlab's gradients are dense.
+    """
+    if sparse:
+        raise NotImplementedError("embedding: sparse=True is not supported: seqlab has no sparse gradients; the "
+                                  "weight gets a dense gradient, as with sparse=False (the default)")
+    ids_arr = backend.to_device(_arr(backend.from_torch(input)), weight.device)
     if ids_arr.dtype.kind not in "iu":
         raise TypeError(f"embedding ids must be integers, got dtype {ids_arr.dtype}")
     n = weight.shape[0]
@@ -149,7 +161,46 @@ def embedding(ids, weight: Tensor, padding_idx: int | None = None) -> Tensor:
         if lo < 0 or hi >= n:
             bad = hi if hi >= n else lo
             raise IndexError(f"token id {bad} is out of range for an embedding of {n} rows (valid ids 0..{n - 1})")
-    return Fu.Embedding.apply(weight, ids_arr, padding_idx=padding_idx)
+    if padding_idx is not None:
+        if not -n <= padding_idx < n:
+            raise ValueError(f"padding_idx {padding_idx} must be within num_embeddings ({n})")
+        padding_idx = int(padding_idx) % n
+    if max_norm is not None and ids_arr.size:
+        _embedding_renorm_(weight, ids_arr, float(max_norm), float(norm_type))
+    return Fu.Embedding.apply(weight, ids_arr, padding_idx=padding_idx, scale_grad_by_freq=bool(scale_grad_by_freq))
+
+
+def _embedding_renorm_(weight: Tensor, ids, max_norm: float, norm_type: float) -> None:
+    """torch's `embedding_renorm_`: each distinct row of `weight` at `ids` whose norm_type-norm (taken in the
+    weight's dtype) exceeds max_norm is multiplied in place by max_norm / (norm + 1e-7) (a float64 scale cast
+    to the weight's dtype). Outside the graph, as torch's under no_grad; a change is counted
+    (autograd/versions.py), so a backward that saved the old rows raises, as torch's version counter does."""
+    from seqlab.autograd import versions as _versions
+
+    w = weight.data
+    xp = backend.xp_of(w)
+    rows = xp.unique(ids.reshape(-1))
+    sel = w[rows]
+    a = xp.abs(sel)
+    if norm_type == math.inf:
+        norm = a.max(axis=1)
+    elif norm_type == -math.inf:
+        norm = a.min(axis=1)
+    elif norm_type == 0:
+        norm = (a != 0).sum(axis=1)
+    elif norm_type == 1:
+        norm = a.sum(axis=1)
+    elif norm_type == 2:
+        norm = xp.sqrt((sel * sel).sum(axis=1))
+    else:
+        norm = (a ** w.dtype.type(norm_type)).sum(axis=1) ** w.dtype.type(1.0 / norm_type)
+    norm = norm.astype(w.dtype).astype(np.float64)  # torch: the row's norm in its dtype, then .item<double>()
+    over = norm > max_norm
+    if not bool(over.any()):
+        return
+    scale = (max_norm / (norm[over] + 1e-7)).astype(w.dtype)
+    w[rows[over]] = sel[over] * scale[:, None]
+    _versions.bump(w)
 
 
 def _keep_mask(xp, shape: tuple, p: float, dtype, generator: np.random.Generator | None = None):
@@ -371,34 +422,86 @@ def nll_loss(log_probs: Tensor, target, weight=None, *, ignore_index: int = -100
     return (-picked).reshape(out_shape)
 
 
-def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:
+def _no_reduction_string(name: str, size_average, reduce) -> None:
+    """TypeError for a reduction string given where torch's order has `size_average` / `reduce` (the
+    order these losses took before: `mse_loss(x, y, 'sum')`); torch would read it as a truthy flag."""
+    for arg, value in (("size_average", size_average), ("reduce", reduce)):
+        if isinstance(value, str):
+            raise TypeError(f"{name}: {arg}={value!r} is a string; torch's order is (input, target, ..., "
+                            f"size_average, reduce, reduction, ...): pass reduction={value!r} by keyword")
+
+
+def mse_loss(input: Tensor, target, size_average=None, reduce=None, reduction: str = "mean",  # noqa: A002
+             weight=None) -> Tensor:
+    """(x − y)², as torch's. `size_average` / `reduce` (deprecated) override `reduction` with torch's warning.
+    `weight` (the input's shape, as torch requires) scales each term, and 'mean' is then Σ w·(x − y)² / Σ w."""
+    from seqlab.functional_losses import _same_size_weight, check_reduction, legacy_reduction
+
     x = _t(input)
     shape = tuple(getattr(target, "shape", np.shape(target)))
     if shape != tuple(x.shape):  # torch warns here too: (4, 1) against (4,) broadcasts to (4, 4)
         warnings.warn(f"mse_loss: target shape {shape} differs from the input's {tuple(x.shape)}; the two are "
                       f"broadcast, which is likely not what you want (give them the same shape)", UserWarning,
                       stacklevel=2)
+    _no_reduction_string("mse_loss", size_average, reduce)
+    reduction = check_reduction(legacy_reduction(size_average, reduce, reduction))
     d = x - target  # a host target moves to the input's device (Tensor._other)
-    return _reduce(d * d, reduction)
+    loss = d * d
+    if weight is None:
+        return _reduce(loss, reduction)
+    w = _same_size_weight(weight, x)
+    loss = loss * w
+    return loss.sum() / w.sum() if reduction == "mean" else _reduce(loss, reduction)
 
 
-def binary_cross_entropy_with_logits(logits: Tensor, target, reduction: str = "mean",
-                                     pos_weight=None) -> Tensor:
-    """−[y log σ(x) + (1 − y) log(1 − σ(x))] = (1 − y)·x − log σ(x), with the stable log σ.
+def _bce_factor(value, name: str, x: Tensor) -> Tensor:
+    """`weight` or `pos_weight` of binary_cross_entropy_with_logits as a Tensor of x's dtype that broadcasts
+    to x's shape (the loss keeps the input's shape and dtype, as torch's)."""
+    if isinstance(value, str):
+        raise TypeError(f"binary_cross_entropy_with_logits: {name} must be a tensor, got the string {value!r}; "
+                        f"torch's order is (input, target, weight, size_average, reduce, reduction, pos_weight): "
+                        f"pass reduction={value!r} by keyword")
+    if isinstance(value, Tensor):
+        t = value
+    else:
+        arr = backend.from_torch(value)
+        t = Tensor(backend.to_device(arr if hasattr(arr, "shape") else np.asarray(arr), x.device))
+    if t.dtype != x.dtype:
+        t = t.astype(x.dtype)
+    if not backend.broadcasts_to(tuple(t.shape), tuple(x.shape)):
+        raise ValueError(f"binary_cross_entropy_with_logits: {name} of shape {tuple(t.shape)} does not broadcast "
+                         f"to the input's shape {tuple(x.shape)}")
+    return t
 
-    With `pos_weight` (torch's): (1 − y)·x − (1 + (pw − 1)·y)·log σ(x).
+
+def binary_cross_entropy_with_logits(input: Tensor, target, weight=None, size_average=None,  # noqa: A002
+                                     reduce=None, reduction: str = "mean", pos_weight=None) -> Tensor:
+    """−w·[y log σ(x) + (1 − y) log(1 − σ(x))] = w·[(1 − y)·x − log σ(x)], with the stable log σ; torch's
+    arguments, in torch's order.
+
+    `weight` broadcasts to the input and scales each term ('mean' stays the plain mean, as torch's). With
+    `pos_weight` (broadcast to the input; one per class in the last dim): w·[(1 − y)·x − (1 + (pw − 1)·y)·log σ(x)].
+    `size_average` / `reduce` (deprecated) override `reduction` with torch's warning. Composed of Tensor ops,
+    so differentiable to any order in input and target; torch refuses a `weight` or `pos_weight` that requires
+    grad, here they get their gradient.
     """
-    x = _t(logits)
+    from seqlab.functional_losses import check_reduction, legacy_reduction
+
+    _no_reduction_string("binary_cross_entropy_with_logits", size_average, reduce)
+    x = _t(input)
+    w = None if weight is None else _bce_factor(weight, "weight", x)
+    pw = None if pos_weight is None else _bce_factor(pos_weight, "pos_weight", x)
+    reduction = check_reduction(legacy_reduction(size_average, reduce, reduction))
     y = target if isinstance(target, Tensor) else Tensor(backend.to_device(_arr(target), x.device).astype(x.dtype))
     if tuple(y.shape) != tuple(x.shape):
-        raise ValueError(f"target shape {tuple(y.shape)} must equal the logits' shape {tuple(x.shape)}")
+        raise ValueError(f"target shape {tuple(y.shape)} must equal the input's (logits') shape {tuple(x.shape)}")
     log_sig = logsigmoid(x)
-    if pos_weight is None:
+    if pw is None:
         loss = (1 - y) * x - log_sig
     else:
-        pw = pos_weight if isinstance(pos_weight, Tensor) else \
-            Tensor(backend.to_device(_arr(pos_weight), x.device).astype(x.dtype))
         loss = (1 - y) * x - (y * (pw - 1) + 1) * log_sig
+    if w is not None:
+        loss = loss * w
     return _reduce(loss, reduction)
 
 

@@ -7,6 +7,8 @@ so it moves with `.to(device)` and sits in the state dict under torch's name.
 from __future__ import annotations
 
 from seqlab import functional as F
+from seqlab.functional import _no_reduction_string
+from seqlab.functional_losses import legacy_reduction
 from seqlab.nn.module import Module
 
 
@@ -53,19 +55,35 @@ class NLLLoss(_Loss):
 
 
 class MSELoss(_Loss):
-    """`F.mse_loss`: mean (or sum) of squared differences."""
+    """`F.mse_loss`: mean (or sum) of squared differences. torch's deprecated `size_average` / `reduce`
+    override `reduction`, with torch's warning."""
 
-    def forward(self, input, target):
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean") -> None:
+        _no_reduction_string("MSELoss", size_average, reduce)
+        super().__init__(legacy_reduction(size_average, reduce, reduction))
+
+    def forward(self, input, target):  # noqa: A002 (torch's names)
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(_Loss):
-    """`F.binary_cross_entropy_with_logits`: a sigmoid and binary cross-entropy in one stable step."""
+    """`F.binary_cross_entropy_with_logits`: a sigmoid and binary cross-entropy in one stable step.
 
-    def __init__(self, reduction: str = "mean", pos_weight=None) -> None:
-        super().__init__(reduction)
+    torch's arguments and order: `weight` (broadcast to the input, scaling each term) and `pos_weight` are
+    buffers under torch's names (absent from the state dict when None, as torch's); the deprecated
+    `size_average` / `reduce` override `reduction`, with torch's warning."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean",
+                 pos_weight=None) -> None:
+        if isinstance(weight, str):
+            raise TypeError(f"BCEWithLogitsLoss: weight must be a tensor, got the string {weight!r}; torch's order "
+                            f"is (weight, size_average, reduce, reduction, pos_weight): pass reduction={weight!r} "
+                            f"by keyword")
+        _no_reduction_string("BCEWithLogitsLoss", size_average, reduce)
+        super().__init__(legacy_reduction(size_average, reduce, reduction))
+        self._weight_buffer("weight", weight)
         self._weight_buffer("pos_weight", pos_weight)
 
-    def forward(self, input, target):
-        return F.binary_cross_entropy_with_logits(input, target, reduction=self.reduction,
+    def forward(self, input, target):  # noqa: A002
+        return F.binary_cross_entropy_with_logits(input, target, self.weight, reduction=self.reduction,
                                                   pos_weight=self.pos_weight)

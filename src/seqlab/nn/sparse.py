@@ -8,20 +8,61 @@ from seqlab import functional as F
 from seqlab.nn import init
 from seqlab.nn.module import Module, Parameter, takes_device
 
+_SPARSE = ("Embedding: sparse=True is not supported: seqlab has no sparse gradients; the weight gets a dense "
+           "gradient, as with sparse=False (the default)")
+
+
+def _as_array(embeddings):
+    """A seqlab Tensor's, torch tensor's or array's values as an array (NumPy or CuPy)."""
+    from seqlab.autograd.tensor import Tensor
+
+    arr = embeddings.data if isinstance(embeddings, Tensor) else backend.from_torch(embeddings)
+    if backend.xp_of(arr) is np:
+        arr = np.asarray(arr)
+    return arr
+
 
 @takes_device
 class Embedding(Module):
-    """ids (...) -> vectors (..., embedding_dim); `weight` (num_embeddings, embedding_dim) ~ N(0, 1)."""
+    """ids (...) -> vectors (..., embedding_dim); `weight` (num_embeddings, embedding_dim) ~ N(0, 1).
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, dtype=None):
+    torch's arguments (see `F.embedding`): `padding_idx` (that row starts at 0 and gets no gradient),
+    `max_norm` / `norm_type` (rows looked up are renormalized in place in `weight`), `scale_grad_by_freq`.
+    `sparse=True` is refused (seqlab's gradients are dense). `_weight` (num_embeddings, embedding_dim) is
+    taken as the weight (not initialised; a seqlab Tensor's array is shared, as torch shares `_weight`'s
+    storage), `_freeze=True` makes it not require grad.
+    """
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 max_norm: float | None = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                 sparse: bool = False, _weight=None, _freeze: bool = False, device=None, dtype=None):
         super().__init__()
+        if sparse:
+            raise NotImplementedError(_SPARSE)
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise ValueError(f"padding_idx {padding_idx} must be within num_embeddings ({num_embeddings})")
             padding_idx %= num_embeddings
         self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
-        self.weight = Parameter(creation.zeros(num_embeddings, embedding_dim, dtype=dtype))
-        self.reset_parameters()
+        self.max_norm, self.norm_type, self.scale_grad_by_freq = max_norm, norm_type, scale_grad_by_freq
+        self.sparse = sparse
+        if _weight is None:
+            self.weight = Parameter(creation.zeros(num_embeddings, embedding_dim, dtype=dtype),
+                                    requires_grad=not _freeze)
+            self.reset_parameters()
+        else:  # as torch: taken as it is (no initialisation, the padding row too; `dtype` is not applied)
+            from seqlab.autograd.tensor import Tensor
+
+            if isinstance(_weight, Tensor):
+                arr = _weight.data  # shared, on its device
+            else:  # an array, a list or a torch tensor: on the active device (`with backend.device("cuda")`)
+                arr = backend.to_device(_as_array(_weight), backend.device_of_module(backend.get_xp()))
+            if tuple(arr.shape) != (num_embeddings, embedding_dim):
+                raise ValueError(f"_weight has shape {tuple(arr.shape)}, expected (num_embeddings, embedding_dim) "
+                                 f"= ({num_embeddings}, {embedding_dim})")
+            self.weight = Parameter(arr, requires_grad=not _freeze)
+        if device is not None:  # given by position; by keyword `takes_device` moves the layer
+            self.to(backend.from_torch_name(device))
 
     def reset_parameters(self) -> None:
         init.normal_(self.weight)
@@ -29,23 +70,31 @@ class Embedding(Module):
             self.weight.data[self.padding_idx] = 0
 
     @classmethod
-    def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx: int | None = None) -> "Embedding":
-        """An Embedding holding `embeddings` (num_embeddings, embedding_dim), frozen unless `freeze=False`."""
-        from seqlab.autograd.tensor import Tensor
-
-        arr = embeddings.data if isinstance(embeddings, Tensor) else backend.from_torch(embeddings)
-        if backend.xp_of(arr) is np:
-            arr = np.asarray(arr)
+    def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx: int | None = None,
+                        max_norm: float | None = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        sparse: bool = False) -> "Embedding":
+        """An Embedding holding `embeddings` (num_embeddings, embedding_dim) as they are (a copy; the padding
+        row too), frozen unless `freeze=False`; the other arguments as the constructor's."""
+        arr = _as_array(embeddings)
         if len(arr.shape) != 2:
             raise ValueError(f"embeddings must be 2-D (num_embeddings, embedding_dim), got shape {tuple(arr.shape)}")
-        emb = cls(arr.shape[0], arr.shape[1], padding_idx=padding_idx, dtype=arr.dtype)
-        emb.weight.data[...] = backend.to_device(arr, emb.weight.device)  # CuPy fills only from its own arrays
-        emb.weight.requires_grad = not freeze
-        return emb
+        if sparse:
+            raise NotImplementedError(_SPARSE)
+        return cls(arr.shape[0], arr.shape[1], padding_idx=padding_idx, max_norm=max_norm, norm_type=norm_type,
+                   scale_grad_by_freq=scale_grad_by_freq, _weight=arr.copy(), _freeze=freeze)
 
-    def forward(self, ids):
-        return F.embedding(ids, self.weight, self.padding_idx)
+    def forward(self, input):  # noqa: A002 (torch's name)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq)
 
     def extra_repr(self) -> str:
-        pad = f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
-        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq is not False:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        return s

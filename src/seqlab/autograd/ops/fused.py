@@ -349,15 +349,34 @@ def embedding_backward(ids, grad, num_rows: int):
 
 
 class Embedding(Function):
-    """out = weight[ids]; the gradient of a row is the sum over the positions that used it."""
+    """out = weight[ids]; the gradient of a row is the sum over the positions that used it.
 
-    def forward(self, weight, ids, padding_idx=None):
+    With `scale_grad_by_freq` (torch's), each position's gradient is first divided by how often its id
+    occurs in `ids` (so a row gets the mean, not the sum); the counts are taken in backward, from the ids
+    kept anyway, and cost nothing when it is off. The `padding_idx` row gets no gradient.
+
+    `backward_graph` is `backward` with Tensor ops, so its own derivative is exact: with scale_grad_by_freq,
+    d<gw, v>/dgrad = v[ids] / count[ids]. torch's double backward leaves that 1/count out, so second
+    derivatives through repeated ids differ from torch's by it (they agree when no id repeats).
+    """
+
+    def forward(self, weight, ids, padding_idx=None, scale_grad_by_freq=False):
         self.shape, self.ids, self.padding_idx = weight.shape, ids, padding_idx
+        self.scale_grad_by_freq = scale_grad_by_freq
         return weight[ids]
 
+    def _inverse_counts(self, ids, dtype):
+        """(N,): 1 / (how often ids[i] occurs in ids), in `dtype` (torch's float64 scale, cast as its add_)."""
+        xp = xp_of(ids)
+        counts = xp.bincount(ids.astype(xp.intp, copy=False), minlength=self.shape[0])  # uint64 ids too
+        return (1.0 / counts[ids]).astype(dtype)
+
     def backward(self, grad):
+        ids = self.ids.reshape(-1)
         g2 = grad.reshape(-1, self.shape[1])  # (N, D)
-        gw = embedding_backward(self.ids.reshape(-1), g2, self.shape[0])
+        if self.scale_grad_by_freq:
+            g2 = g2 * self._inverse_counts(ids, g2.dtype)[:, None]
+        gw = embedding_backward(ids, g2, self.shape[0])
         if self.padding_idx is not None:
             gw[self.padding_idx] = 0  # the padding row is never trained (as torch)
         return gw, None
@@ -365,6 +384,8 @@ class Embedding(Function):
     def backward_graph(self, g):
         ids = self.ids.reshape(-1)
         g2 = Reshape.apply(g, shape=(-1, self.shape[1]))  # (N, D)
+        if self.scale_grad_by_freq:
+            g2 = g2 * constant(self._inverse_counts(ids, g.dtype)[:, None])
         if self.padding_idx is not None:
             g2 = MaskedFill.apply(g2, (ids == self.padding_idx)[:, None], 0)
         zeros = xp_of(g.data).zeros(self.shape, dtype=g.dtype)
