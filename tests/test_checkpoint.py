@@ -157,12 +157,12 @@ def _t5():
                                                d_ff=32))
 
 
-def _step(model, ids, checkpointing: bool):
+def _step(model, ids, checkpointing: bool, options: dict | None = None):
     sl.manual_seed(3)  # dropout on: the same masks both times only if the checkpoints put the stream back
     model.train()
     model.zero_grad()
     if checkpointing:
-        model.gradient_checkpointing_enable()
+        model.gradient_checkpointing_enable(options)
     else:
         model.gradient_checkpointing_disable()
     out = model(input_ids=ids, labels=ids)
@@ -170,14 +170,15 @@ def _step(model, ids, checkpointing: bool):
     return out.loss.item(), _grads(model)
 
 
+@pytest.mark.parametrize("reentrant", [True, False], ids=["reentrant", "non-reentrant"])
 @pytest.mark.parametrize("make", [_gpt, _bert, _t5], ids=["gpt", "bert", "t5"])
-def test_models_gradient_checkpointing_gives_the_same_step(make):
+def test_models_gradient_checkpointing_gives_the_same_step(make, reentrant):
     sl.manual_seed(0)
     model = make()
     ids = np.random.default_rng(0).integers(0, 50, (2, 7))
     assert model.supports_gradient_checkpointing and not model.is_gradient_checkpointing
     loss, want = _step(model, ids, False)
-    loss_ck, got = _step(model, ids, True)
+    loss_ck, got = _step(model, ids, True, {"use_reentrant": reentrant})
     assert model.is_gradient_checkpointing
     assert loss_ck == pytest.approx(loss, abs=1e-6)
     assert set(got) == set(want)
@@ -194,8 +195,8 @@ def test_a_checkpointed_model_holds_less_during_its_step():
     model = GPT(GPTConfig(vocab_size=64, n_layer=6, n_head=4, n_embd=64, n_positions=128))
     ids = np.random.default_rng(0).integers(0, 64, (8, 128))
 
-    def peak(on: bool) -> int:
-        (model.gradient_checkpointing_enable if on else model.gradient_checkpointing_disable)()
+    def peak(on: bool, options=None) -> int:
+        model.gradient_checkpointing_enable(options) if on else model.gradient_checkpointing_disable()
         model.zero_grad()
         tracemalloc.start()
         model(input_ids=ids, labels=ids).loss.backward()
@@ -205,8 +206,9 @@ def test_a_checkpointed_model_holds_less_during_its_step():
 
     model.train()
     model(input_ids=ids, labels=ids).loss.backward()  # the first step's one-time allocations, outside both
-    plain, ck = peak(False), peak(True)
+    plain, ck, ck_nr = peak(False), peak(True), peak(True, {"use_reentrant": False})
     assert ck < 0.6 * plain, (ck, plain)
+    assert ck_nr < 0.6 * plain, (ck_nr, plain)  # the non-reentrant forward's graph is dropped at once
 
 
 def test_gradient_checkpointing_options_and_where_it_does_not_apply():
@@ -597,13 +599,111 @@ def test_context_fn_wraps_the_forward_and_the_recomputation_as_torchs():
         checkpoint(ours, sl.tensor(x, requires_grad=True), context_fn=lambda: None)
 
 
-def test_use_reentrant_false_runs_the_same_kind_and_says_so_when_asked_for_autograd_grad():
-    ours, _ = _mlp_pair()
-    xs = sl.tensor(np.ones((2, 6), dtype=np.float32), requires_grad=True)
-    y = checkpoint(ours, xs, use_reentrant=False)
-    with pytest.raises(RuntimeError, match=r"whatever use_reentrant says \(use_reentrant=False, torch's "
-                                           r"non-reentrant kind, is not implemented\)"):
-        sl.autograd.grad(y.sum(), xs)
+# ---- use_reentrant=False: torch's non-reentrant kind -----------------------------------------------------
+def _nr_case(lib, how: str):
+    """A checkpointed function that reads its argument, a parameter by closure (w) and a tensor made from it
+    outside (a = 2w); w is used outside too. Returns the gradients `how` asks for."""
+    rng = np.random.default_rng(11)
+    x, w, v = (lib.tensor(rng.standard_normal(s), requires_grad=True) for s in ((3, 4), (4, 4), (4, 2)))
+    a = w * 2
+
+    def f(t):
+        return ((t @ a).tanh() @ v + (t @ w).sin().sum()).exp()
+
+    y = checkpoint(f, x, use_reentrant=False) if lib is sl else tcp.checkpoint(f, x, use_reentrant=False)
+    loss = (y ** 2).sum() + (w ** 2).sum()
+    if how == "backward":
+        loss.backward()
+        return [x.grad, w.grad, v.grad]
+    if how == "inputs":
+        loss.backward(inputs=[w])
+        return [x.grad, w.grad, v.grad]
+    return list(lib.autograd.grad(loss, {"grad_x": [x], "grad_w": [w], "grad_all": [x, w, v]}[how]))
+
+
+@pytest.mark.parametrize("how", ["backward", "inputs", "grad_x", "grad_w", "grad_all"])
+def test_non_reentrant_gives_torchs_gradients_to_backward_inputs_and_autograd_grad(how):
+    """As torch's non-reentrant checkpoint: autograd.grad and backward(inputs=) work through it, for the
+    arguments and for what the function reads by closure (a leaf, and a tensor made outside), and no .grad
+    is touched that was not asked for."""
+    got, want = _nr_case(sl, how), _nr_case(torch, how)
+    assert len(got) == len(want)
+    for g, t in zip(got, want):
+        assert (g is None) == (t is None)
+        if t is not None:
+            np.testing.assert_allclose(_np(g), _np(t), rtol=1e-12)
+
+
+def test_non_reentrant_runs_hooks_and_retain_grad_once_and_restores_dropout_masks():
+    events = {sl: [], torch: []}
+    results = {}
+    for lib in (sl, torch):
+        lib.manual_seed(0)
+        rng = np.random.default_rng(2)
+        x, w = (lib.tensor(rng.standard_normal(s), requires_grad=True) for s in ((6, 5), (5, 5)))
+        a = w + 1
+        a.retain_grad()
+        w.register_hook(lambda g, lib=lib: events[lib].append("w") or None)
+        a.register_hook(lambda g, lib=lib: events[lib].append("a") or None)
+        drop = (nn if lib is sl else torch.nn).Dropout(0.5)
+
+        def f(t, a=a, drop=drop):
+            return drop(t @ a).tanh()
+
+        y = checkpoint(f, x, use_reentrant=False) if lib is sl else tcp.checkpoint(f, x, use_reentrant=False)
+        results[lib] = y
+        (y.sum() + (w * 3).sum()).backward()
+        results[lib] = (y, x.grad, w.grad, a.grad)
+    assert sorted(events[sl]) == sorted(events[torch]) == ["a", "w"]
+    y, gx, gw, ga = results[sl]
+    # seqlab's dropout masks are not torch's: compare with seqlab's own step without the checkpoint
+    sl.manual_seed(0)
+    rng = np.random.default_rng(2)
+    x2, w2 = (sl.tensor(rng.standard_normal(s), requires_grad=True) for s in ((6, 5), (5, 5)))
+    a2 = w2 + 1
+    a2.retain_grad()
+    y2 = nn.Dropout(0.5)(x2 @ a2).tanh()
+    (y2.sum() + (w2 * 3).sum()).backward()
+    np.testing.assert_array_equal(y.numpy(), y2.numpy())
+    for got, want in ((gx, x2.grad), (gw, w2.grad), (ga, a2.grad)):
+        np.testing.assert_allclose(_np(got), _np(want), rtol=1e-12)
+
+
+def test_non_reentrant_nested_and_with_a_module_of_parameters():
+    ours, theirs = _mlp_pair()
+    ours.double()
+    theirs.double()
+    x = np.random.default_rng(4).standard_normal((5, 6))
+    xs, xt = sl.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+
+    def nest(lib, model, t):
+        inner = (lambda f, *a: checkpoint(f, *a, use_reentrant=False)) if lib is sl else \
+            (lambda f, *a: tcp.checkpoint(f, *a, use_reentrant=False))
+        return inner(lambda u: inner(model, u) * 2, t)
+
+    ys, yt = nest(sl, ours, xs), nest(torch, theirs, xt)
+    gs = sl.autograd.grad((ys ** 2).sum(), [xs] + list(ours.parameters()))
+    gt = torch.autograd.grad((yt ** 2).sum(), [xt] + list(theirs.parameters()))
+    for a, b in zip(gs, gt):
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-12)
+    assert all(p.grad is None for p in ours.parameters())
+
+
+def test_non_reentrant_model_takes_a_gradient_penalty_on_its_inputs_first_order():
+    """autograd.grad w.r.t. the embeddings of a checkpointed GPT (first order), as without checkpoints."""
+    sl.manual_seed(0)
+    model = _gpt().double()
+    emb = sl.tensor(np.random.default_rng(5).standard_normal((2, 6, 16)), requires_grad=True)
+    model.train()  # dropout on: the same masks both times
+    sl.manual_seed(1)
+    want, = sl.autograd.grad(model(inputs_embeds=emb).logits.tanh().sum(), emb)
+    model.gradient_checkpointing_enable({"use_reentrant": False})
+    sl.manual_seed(1)
+    got, = sl.autograd.grad(model(inputs_embeds=emb).logits.tanh().sum(), emb)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10)
+    assert all(p.grad is None for p in model.parameters())
+    with pytest.raises(RuntimeError, match="'_Checkpoint'"):  # a second order would need its backward_graph
+        sl.autograd.grad(model(inputs_embeds=emb).logits.sum(), emb, create_graph=True)
 
 
 def test_more_segments_than_functions_is_a_clear_error():

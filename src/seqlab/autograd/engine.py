@@ -272,7 +272,8 @@ def _backward_general(root, grad, retain_graph: bool, inputs) -> None:
             _into_grad(t, g, True)
 
 
-def run_graph(roots: list, root_grads: list, retain_graph: bool = False, targets: list | None = None):
+def run_graph(roots: list, root_grads: list, retain_graph: bool = False, targets: list | None = None,
+              counted: bool = True):
     """The general backward pass: several roots (tensors) with their gradients (arrays), the anomaly
     check, and `targets` (tensors, leaves or not): with them, their gradients are returned, one array per
     target (None: not reached), and no .grad of a leaf is touched.
@@ -280,15 +281,18 @@ def run_graph(roots: list, root_grads: list, retain_graph: bool = False, targets
     With targets, as torch's engine, only the ops on a path from a root to a target run, and only those
     are freed; hooks (and retain_grad) run on those paths only, a target's own hooks before its
     gradient is captured. A target's op runs only if a further target lies behind it.
+
+    `counted=False`: a pass that a checkpoint runs inside the backward for its own inputs, which
+    `targeted()` does not count (only the caller's autograd.grad / backward(inputs=) does).
     """
     global _targeted
-    if targets is not None:
+    if targets is not None and counted:
         _targeted += 1
         try:
             return _run_graph(roots, root_grads, retain_graph, targets)
         finally:
             _targeted -= 1
-    return _run_graph(roots, root_grads, retain_graph, None)
+    return _run_graph(roots, root_grads, retain_graph, targets)
 
 
 def _run_graph(roots: list, root_grads: list, retain_graph: bool, targets: list | None):

@@ -160,11 +160,14 @@ class Function:
             fn.parents = tuple([(x if x._ctx is None else x._ctx) if need else None for x, need in zip(inputs, needs)])
             t = Tensor._from_op(out, fn)
             fn.out_shape, fn.out_dtype, fn.out_ref = out.shape, out.dtype, weakref.ref(t)
+            if _recorded is not None:  # a non-reentrant checkpoint notes which ops its function records
+                _recorded.append(fn)
             return t, fn
         return Tensor._from_op(out, None), fn
 
 
 _Tensor = None  # seqlab.autograd.tensor.Tensor once loaded (that module imports this one, so not at the top)
+_recorded: list | None = None  # while a list: every op recorded is appended to it (utils.checkpoint's own use)
 
 
 def _tensor_class():

@@ -9,15 +9,23 @@ every block's.
 The random stream is put back before the recomputation (``preserve_rng_state=True``, the default), so
 dropout draws the same masks both times and the gradients are those of the forward that ran.
 
-This is torch's *reentrant* variant (``use_reentrant=True``): the recomputation runs its own backward
-pass, which adds the gradients of the parameters used inside `fn` straight into their ``.grad``.
-``use_reentrant`` is accepted for torch code, and ``use_reentrant=False`` (torch's recommended kind) runs
-this same variant: ``loss.backward()`` gives the same gradients either way; what only torch's non-reentrant
-kind allows (``autograd.grad``, ``backward(inputs=...)``) is refused with an error saying so. Of the
-non-reentrant kind's options, ``context_fn`` is honoured (its two context managers wrap the forward and the
-recomputation), ``determinism_check`` ('default' or 'none'; the shapes and dtypes are always checked, since
-the recomputation's gradients are cut by them), ``debug`` and ``early_stop`` are accepted and change nothing.
-As torch's reentrant checkpoint:
+Both of torch's kinds are here. Options of torch's non-reentrant kind: ``context_fn`` is honoured (its two
+context managers wrap the forward and the recomputation), ``determinism_check`` ('default' or 'none'; the
+shapes and dtypes are always checked, since the recomputation's gradients are cut by them), ``debug`` and
+``early_stop`` are accepted and change nothing.
+
+``use_reentrant=False`` (torch's recommended kind): the forward runs `fn` once in grad mode, only to see
+what it reads from outside its arguments (the parameters, and any tensor made earlier that a closure
+reaches), then drops that graph. Those tensors become inputs of the checkpoint's node, with the arguments;
+its backward recomputes `fn` and returns the gradients of all of them, as any op's backward does. So
+``autograd.grad`` and ``backward(inputs=...)`` work through it, for the arguments and for the parameters
+inside, and hooks and ``retain_grad`` on those tensors run once, in the caller's pass, as torch's.
+``autograd.grad(..., create_graph=True)`` through a checkpoint is refused (torch's kind allows it).
+
+``use_reentrant=True`` or left out (torch's reentrant kind, transformers' default for
+``gradient_checkpointing_enable``): `fn` runs without a graph; the recomputation runs its own backward
+pass, which adds the gradients of the parameters used inside `fn` straight into their ``.grad``. As
+torch's reentrant checkpoint:
 
 - ``autograd.grad`` and ``backward(inputs=...)`` through a checkpoint raise a RuntimeError when they reach
   it (the parameters inside are no inputs of the checkpoint, so they cannot be chosen, and their ``.grad``
@@ -25,21 +33,24 @@ As torch's reentrant checkpoint:
   only parameters inside are asked for, the checkpoint is not on the way to them and never runs: they come
   out unused (an error, or None with ``allow_unused=True``), as in torch. Plain ``loss.backward()`` is what
   it is for (``retain_graph=True`` and a second backward add the gradients again, as torch).
+- Every tensor with a graph that `fn` uses must come in as an argument: a non-leaf tensor reached by a
+  closure breaks backward (torch fails there as well). Leaves (parameters) by closure are fine.
+
+Both kinds:
+
 - Hooks on tensors made inside `fn` run in the recomputation's backward; register them where the tensor
   requires grad (``if h.requires_grad:``): in the first forward nothing inside does, and ``register_hook``
   raises there. ``retain_grad()`` fills the recomputation's tensor, not the one the first forward made.
-- Every tensor with a graph that `fn` uses must come in as an argument: a non-leaf tensor reached by a
-  closure breaks backward (torch fails there as well). Leaves (parameters) by closure are fine.
 - ``fn`` returns a Tensor or a tuple (or list; returned as a tuple). Floating-point tensors in it carry
   gradients, in their own dtypes; integer and bool tensors come back without a graph, and anything else
   (None, a number) as it is. A tensor returned unchanged, or a view of an input, shares the input's memory.
 
 Where it differs from torch's, on purpose:
 
-- It also works when no input requires grad (the first block's input may be a plain tensor): the
-  parameters inside still get their gradients (torch's leaves them None, with a warning).
-- Keyword arguments are passed (torch's reentrant variant refuses them); tensors among them are inputs
-  as the positional ones.
+- Reentrant: it also works when no input requires grad (the first block's input may be a plain tensor):
+  the parameters inside still get their gradients (torch's leaves them None, with a warning).
+- Reentrant: keyword arguments are passed (torch's reentrant variant refuses them); tensors among them are
+  inputs as the positional ones.
 - A dict (or any other non-tuple) result is refused with a TypeError (torch's returns it cut off the graph).
 - In-place changes are refused at backward, with a RuntimeError, not only for the inputs (as torch, and as
   seqlab's engine does for every op) but also for what `fn` reads besides them, such as its parameters,
@@ -61,6 +72,7 @@ import numpy as np
 
 from seqlab import random as _random
 from seqlab.autograd import engine
+from seqlab.autograd import function as _function
 from seqlab.autograd import versions as _versions
 from seqlab.autograd.function import Function, enable_grad, is_grad_enabled, no_grad
 from seqlab.autograd.tensor import Tensor
@@ -99,9 +111,10 @@ def _differentiable(o) -> bool:
     return isinstance(o, Tensor) and o.dtype.kind == "f"
 
 
-_TARGETED = ("checkpoint is not compatible with autograd.grad() or backward(inputs=...): seqlab's checkpoint is "
-             "torch's reentrant kind whatever use_reentrant says (use_reentrant=False, torch's non-reentrant kind, "
-             "is not implemented), and the recomputation's own backward pass would put the "
+_TARGETED = ("checkpoint(use_reentrant=True or left out) is not compatible with autograd.grad() or "
+             "backward(inputs=...), as torch's reentrant checkpoint is not: pass use_reentrant=False (for a "
+             "model: gradient_checkpointing_enable({'use_reentrant': False})). Here the recomputation's own "
+             "backward pass would put the "
              "gradients of the parameters used inside the checkpointed function into their .grad, and none of "
              "them can be returned or chosen from outside. Call backward() without inputs, or run without "
              "checkpoints (call the function directly; model.gradient_checkpointing_disable())")
@@ -139,13 +152,18 @@ class _Checkpoint(Function):
     Its inputs are fn's positional arguments, then the values of its keyword arguments (`names` says
     which keyword each of those is), then maybe a dummy leaf that is never passed to fn."""
 
-    def forward(self, *arrays, run, is_tensor, names, n_call, preserve_rng_state, contexts=None):
+    def forward(self, *arrays, run, is_tensor, names, n_call, preserve_rng_state, contexts=None, found=None):
         self.run, self.is_tensor, self.names, self.n_call = run, is_tensor, names, n_call
         self.recompute_context = None if contexts is None else contexts[1]
-        self.rng = _rng_state() if preserve_rng_state else None
         self.save_for_backward(*arrays)  # notes the clock: the engine refuses backward if one changes in place
-        with (contextlib.nullcontext() if contexts is None else contexts[0]), no_grad():  # entered in grad mode
-            outs, self.single = _outputs(self._call(arrays, False)[1], "the function")
+        self.externals = None
+        if found is not None:  # non-reentrant: fn ran already (`_discover`), in grad mode
+            self.rng, outs, self.externals = found.rng, found.outs, found.externals
+            self.single = isinstance(found.result, Tensor)
+        else:
+            self.rng = _rng_state() if preserve_rng_state else None
+            with (contextlib.nullcontext() if contexts is None else contexts[0]), no_grad():  # entered in grad mode
+                outs, self.single = _outputs(self._call(arrays, False)[1], "the function")
         self.forward_clock = _versions._clock  # what changes in place after this, _check_unchanged catches
         # what the forward returns: _CARRIED for an output the node carries, else the output itself (popped by
         # `checkpoint` at once, so the node holds none of them until backward)
@@ -174,7 +192,7 @@ class _Checkpoint(Function):
         return values, self.run(*values[:n_pos], **dict(zip(self.names, values[n_pos:])))
 
     def backward(self, grad):
-        if engine.targeted():
+        if engine.targeted() and self.externals is None:
             raise RuntimeError(_TARGETED)
         until = _versions._clock
         current = None
@@ -197,13 +215,115 @@ class _Checkpoint(Function):
         grads = [grad] if self.single else [g.astype(d, copy=False) for g, (_, d) in
                                              zip(_cut(grad, [s for s, _ in self.layout]), self.layout)]
         pairs = [(o, g) for o, g in zip(outs, grads) if o.requires_grad]
-        if pairs:  # the recomputation's own backward: the parameters inside get their .grad here
+        if pairs:
             starts = [o if o._ctx is None else o._ctx for o, _ in pairs]
             if until != self.forward_clock:  # something was changed in place since the forward
                 _check_unchanged(starts, self.forward_clock, until)
+        if self.externals is not None:
+            return self._input_grads(pairs, leaves)
+        if pairs:  # the recomputation's own backward: the parameters inside get their .grad here
             engine.run_graph([o for o, _ in pairs], [g for _, g in pairs])
         found = [a.grad if isinstance(a, Tensor) and a.requires_grad else None for a in leaves]
         return tuple(found) + (None,) * (len(self.needs_input_grad) - len(found))
+
+    def _input_grads(self, pairs: list, leaves: list) -> tuple:
+        """Non-reentrant: the gradients of the node's inputs (fn's arguments, then the tensors from outside
+        that fn read, `externals`) from a pass over the recomputation that stops at them, as any op's
+        backward returns its inputs' gradients: the caller's pass adds them into .grad, or returns them
+        (autograd.grad), and runs their hooks, once. Nothing else is touched."""
+        n, need = self.n_call, self.needs_input_grad
+        args = [a if isinstance(a, Tensor) and a.requires_grad else None for a in leaves]
+        ext = [t if need[n + i] else None for i, t in enumerate(self.externals)]
+        targets = [t for t in args + ext if t is not None]
+        got = iter([None] * len(targets))
+        if pairs and targets:
+            with _stopping_at([t for t in ext if t is not None]):
+                got = iter(engine.run_graph([o for o, _ in pairs], [g for _, g in pairs], targets=targets,
+                                            counted=False))
+        grads = [None if t is None else next(got) for t in args + ext]
+        return tuple(grads) + (None,) * (len(need) - len(grads))
+
+
+@contextlib.contextmanager
+def _stopping_at(tensors: list):
+    """While a non-reentrant checkpoint's own pass runs: each tensor from outside (a leaf, or one made by an
+    earlier op) is an end of it, its hooks and retain_grad left for the caller's pass, which meets it next."""
+    kept = []
+    for t in tensors:
+        owner = t if t._ctx is None else t._ctx
+        kept.append((owner, getattr(owner, "_hooks", None), owner.needs_input_grad if t._ctx else None,
+                     owner.out_ref if t._ctx else None))
+        if getattr(owner, "_hooks", None) is not None:
+            owner._hooks = None
+        if t._ctx is not None:  # the walk stops here: the op behind is the caller's to run
+            owner.needs_input_grad = (False,) * len(owner.needs_input_grad)
+            owner.out_ref = None  # no retain_grad fill here
+    try:
+        yield
+    finally:
+        for owner, hooks, needs, ref in kept:
+            if hooks is not None:
+                owner._hooks = hooks
+            if needs is not None:
+                owner.needs_input_grad, owner.out_ref = needs, ref
+
+
+class _Found:
+    """What `_discover` found: fn's result, its output list, the tensors from outside and the rng state."""
+
+    def __init__(self, result, outs, externals, rng):
+        self.result, self.outs, self.externals, self.rng = result, outs, externals, rng
+
+
+def _discover(function, inputs: list, is_tensor: tuple, names: tuple, n_call: int, preserve_rng_state: bool,
+              contexts) -> _Found:
+    """The non-reentrant forward: fn runs once in grad mode on detached copies of its tensor arguments,
+    recording a graph only to find what it reads from outside (leaves that require grad, such as the
+    parameters, and tensors made by earlier ops, reached by a closure); the graph is then dropped, so none
+    of fn's activations are kept. Those tensors become inputs of the checkpoint's node, as torch's
+    non-reentrant checkpoint finds them through its saved-tensor hooks."""
+    rng = _rng_state() if preserve_rng_state else None
+    values = [Tensor._from_op(a.data, None) if t else a for a, t in zip(inputs[:n_call], is_tensor)]
+    n_pos = n_call - len(names)
+    outer, recorded = _function._recorded, []
+    _function._recorded = recorded
+    try:
+        with (contextlib.nullcontext() if contexts is None else contexts[0]), enable_grad():
+            result = function(*values[:n_pos], **dict(zip(names, values[n_pos:])))
+    finally:
+        _function._recorded = outer
+    outs, _ = _outputs(result, "the function")
+    ours = {id(f) for f in recorded}
+    recorded.clear()
+    external: dict = {}
+    stack = []
+
+    def meet(t_or_fn, tensor):
+        """A node of the graph: ours to walk through, or an end from outside (kept by its tensor)."""
+        if isinstance(t_or_fn, Function) and id(t_or_fn) in ours:
+            stack.append(t_or_fn)
+            return
+        if isinstance(t_or_fn, Function):
+            tensor = t_or_fn.out_ref() if t_or_fn.out_ref is not None else None
+            if tensor is None:
+                raise RuntimeError("checkpoint: the function reads a tensor made outside it by an op whose output "
+                                   "nothing holds any more; pass that tensor as an argument")
+        external.setdefault(id(t_or_fn), tensor)
+
+    for o in outs:
+        if _differentiable(o) and o.requires_grad:
+            meet(o if o._ctx is None else o._ctx, o)
+    seen = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for parent, needs in zip(node.parents, node.needs_input_grad):
+            if needs and parent is not None:
+                meet(parent, parent if isinstance(parent, Tensor) else None)
+    outs = [o.detach() if _differentiable(o) else o for o in outs]  # the graph goes with the tensors
+    return _Found(result if not isinstance(result, Tensor) else outs[0], outs, list(external.values()), rng)
 
 
 def _cut(joined, shapes: list) -> list:
@@ -228,7 +348,7 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
 
     Every tensor with a graph that `function` uses must come in through `args` or `kwargs`: one it
     reaches by a closure is not recorded by the checkpoint, and breaks backward."""
-    del use_reentrant, debug, early_stop  # torch's two kinds give the same gradients here (see the module)
+    del debug, early_stop  # options of torch's non-reentrant kind that change nothing here
     if determinism_check not in ("default", "none"):
         raise ValueError(f"determinism_check should be one of ['default', 'none'], but got {determinism_check!r}")
     if not is_grad_enabled():
@@ -243,11 +363,17 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
     inputs = list(args) + list(kwargs.values())
     is_tensor = tuple(isinstance(a, Tensor) for a in inputs)
     n_call = len(inputs)
-    if not any(isinstance(a, Tensor) and a.requires_grad for a in inputs):
+    found = None
+    if use_reentrant is False:
+        found = _discover(function, inputs, is_tensor, names, n_call, preserve_rng_state, contexts)
+        inputs += found.externals
+    elif not any(isinstance(a, Tensor) and a.requires_grad for a in inputs):
         # a leaf that requires grad, so the node is recorded and its backward runs for the parameters inside
         inputs.append(Tensor(0.0, requires_grad=True))
     out, fn = _Checkpoint.apply_with_fn(*inputs, run=function, is_tensor=is_tensor, names=names, n_call=n_call,
-                                        preserve_rng_state=preserve_rng_state, contexts=contexts)
+                                        preserve_rng_state=preserve_rng_state, contexts=contexts, found=found)
+    if found is not None:
+        found.outs = found.result = None
     passed, fn.passed = fn.passed, None
     if fn.single:
         return out if passed[0] is _CARRIED else passed[0]
