@@ -97,6 +97,10 @@ def supported_ops() -> list[str]:
 
 def unsupported_message(fn) -> str:
     cls = type(fn)
+    why = getattr(fn, "no_graph_backward", None)
+    if why is not None:  # the class has one, but not for this kind of node (a reentrant checkpoint)
+        return (f"create_graph=True: seqlab's op '{cls.__name__}' ({cls.__module__}) has no differentiable "
+                f"backward here: {why}")
     return (f"create_graph=True: seqlab's op '{cls.__name__}' ({cls.__module__}) has no differentiable "
             f"backward yet (backward_graph); seqlab.autograd.higher_order.supported_ops() lists the "
             f"{len(supported_ops())} ops that have one")
@@ -151,7 +155,7 @@ def run_graph_differentiable(roots: list, root_grads: list, retain_graph: bool, 
             needed.add(id(node))
     order = [node for node in order if id(node) in needed]
     for node in order:  # refuse an op without a differentiable backward before computing (or freeing) anything
-        if id(node) in runs and not has_graph_backward(type(node)):
+        if id(node) in runs and (not has_graph_backward(type(node)) or getattr(node, "no_graph_backward", None)):
             raise RuntimeError(unsupported_message(node))
     grads: dict = {}
     for start, root, g in zip(starts, roots, root_grads):

@@ -20,7 +20,8 @@ reaches), then drops that graph. Those tensors become inputs of the checkpoint's
 its backward recomputes `fn` and returns the gradients of all of them, as any op's backward does. So
 ``autograd.grad`` and ``backward(inputs=...)`` work through it, for the arguments and for the parameters
 inside, and hooks and ``retain_grad`` on those tensors run once, in the caller's pass, as torch's.
-``autograd.grad(..., create_graph=True)`` through a checkpoint is refused (torch's kind allows it).
+``autograd.grad(..., create_graph=True)`` goes through it too (`_Checkpoint.backward_graph`): second and
+third derivatives, e.g. a gradient penalty on a checkpointed model.
 
 ``use_reentrant=True`` or left out (torch's reentrant kind, transformers' default for
 ``gradient_checkpointing_enable``): `fn` runs without a graph; the recomputation runs its own backward
@@ -73,8 +74,10 @@ import numpy as np
 from seqlab import random as _random
 from seqlab.autograd import engine
 from seqlab.autograd import function as _function
+from seqlab.autograd import higher_order
 from seqlab.autograd import versions as _versions
 from seqlab.autograd.function import Function, enable_grad, is_grad_enabled, no_grad
+from seqlab.autograd.higher_order import graph_input
 from seqlab.autograd.tensor import Tensor
 from seqlab.backend import xp_of
 
@@ -157,8 +160,10 @@ class _Checkpoint(Function):
         self.recompute_context = None if contexts is None else contexts[1]
         self.save_for_backward(*arrays)  # notes the clock: the engine refuses backward if one changes in place
         self.externals = None
+        self.no_graph_backward = "a reentrant checkpoint; checkpoint(..., use_reentrant=False) has one"
         if found is not None:  # non-reentrant: fn ran already (`_discover`), in grad mode
             self.rng, outs, self.externals = found.rng, found.outs, found.externals
+            self.no_graph_backward = None
             self.single = isinstance(found.result, Tensor)
         else:
             self.rng = _rng_state() if preserve_rng_state else None
@@ -178,22 +183,27 @@ class _Checkpoint(Function):
         dtype = xp.result_type(*[t.dtype for t in tensors])
         return xp.concatenate([t.reshape(-1).astype(dtype, copy=False) for t in tensors])
 
-    def _call(self, arrays, leaves: bool):
+    def _call(self, arrays, leaves: bool, graph: bool = False):
         """(the arguments, fn's result) on the saved inputs: each Tensor rebuilt from its array (for the
-        recomputation, as a leaf that requires grad where the original did), the others as they were."""
+        recomputation, as a leaf that requires grad where the original did; with `graph`, as the input at
+        its place in the graph, for a double backward), the others as they were."""
         values = []
         for i, (a, was_tensor) in enumerate(zip(arrays[:self.n_call], self.is_tensor)):
             if was_tensor:
-                a = Tensor._from_op(a, None)
-                if leaves and self.needs_input_grad[i]:
-                    a.requires_grad = True
+                if graph and self.needs_input_grad[i]:
+                    a = graph_input(self, i, a)
+                else:
+                    a = Tensor._from_op(a, None)
+                    if leaves and self.needs_input_grad[i]:
+                        a.requires_grad = True
             values.append(a)
         n_pos = self.n_call - len(self.names)
         return values, self.run(*values[:n_pos], **dict(zip(self.names, values[n_pos:])))
 
-    def backward(self, grad):
-        if engine.targeted() and self.externals is None:
-            raise RuntimeError(_TARGETED)
+    def _recompute(self, grad, graph: bool = False):
+        """fn run again in grad mode on the saved inputs, with the forward's random stream: (its arguments,
+        [(output, its gradient)] for the outputs that require grad). `grad`: the node's output gradient (an
+        array, or a Tensor with `graph`), cut into the outputs' pieces."""
         until = _versions._clock
         current = None
         if self.rng is not None:
@@ -202,7 +212,7 @@ class _Checkpoint(Function):
         context, self.recompute_context = self.recompute_context, None
         try:
             with enable_grad(), (contextlib.nullcontext() if context is None else context):
-                leaves, out = self._call(self.saved, True)
+                values, out = self._call(self.saved, True, graph)
                 outs, _ = _outputs(out, "the function")
         finally:
             if current is not None:
@@ -212,13 +222,25 @@ class _Checkpoint(Function):
         if got != [(tuple(s), d) for s, d in self.layout]:
             raise RuntimeError(f"checkpoint: the recomputation in backward returned {got} (shape, dtype) but the "
                                f"forward returned {self.layout}: the function must compute the same both times")
-        grads = [grad] if self.single else [g.astype(d, copy=False) for g, (_, d) in
-                                             zip(_cut(grad, [s for s, _ in self.layout]), self.layout)]
+        if self.single:
+            grads = [grad]
+        elif graph:
+            grads = [g if g.dtype == d else g.astype(d) for g, (_, d) in
+                     zip(_cut(grad, [s for s, _ in self.layout]), self.layout)]
+        else:
+            grads = [g.astype(d, copy=False) for g, (_, d) in zip(_cut(grad, [s for s, _ in self.layout]),
+                                                                   self.layout)]
         pairs = [(o, g) for o, g in zip(outs, grads) if o.requires_grad]
         if pairs:
             starts = [o if o._ctx is None else o._ctx for o, _ in pairs]
             if until != self.forward_clock:  # something was changed in place since the forward
                 _check_unchanged(starts, self.forward_clock, until)
+        return values, pairs
+
+    def backward(self, grad):
+        if engine.targeted() and self.externals is None:
+            raise RuntimeError(_TARGETED)
+        leaves, pairs = self._recompute(grad)
         if self.externals is not None:
             return self._input_grads(pairs, leaves)
         if pairs:  # the recomputation's own backward: the parameters inside get their .grad here
@@ -237,9 +259,27 @@ class _Checkpoint(Function):
         targets = [t for t in args + ext if t is not None]
         got = iter([None] * len(targets))
         if pairs and targets:
-            with _stopping_at([t for t in ext if t is not None]):
+            with _stopping_at(targets):
                 got = iter(engine.run_graph([o for o, _ in pairs], [g for _, g in pairs], targets=targets,
                                             counted=False))
+        grads = [None if t is None else next(got) for t in args + ext]
+        return tuple(grads) + (None,) * (len(need) - len(grads))
+
+    def backward_graph(self, g):
+        """Non-reentrant only (create_graph=True): fn recomputed on its arguments at their place in the graph
+        (and reading its outside tensors, which are in the graph already), and that recomputation
+        differentiated by the double-backward engine, stopping at the node's inputs; the gradients carry a
+        graph through the recomputation, which this keeps (as torch's non-reentrant checkpoint does)."""
+        values, pairs = self._recompute(g, graph=True)
+        n, need = self.n_call, self.needs_input_grad
+        args = [v if need[i] and isinstance(v, Tensor) else None for i, v in enumerate(values)]
+        ext = [t if need[n + i] else None for i, t in enumerate(self.externals)]
+        targets = [t for t in args + ext if t is not None]
+        got = iter([None] * len(targets))
+        if pairs and targets:
+            with _stopping_at(targets):
+                got = iter(higher_order.run_graph_differentiable([o for o, _ in pairs], [gg for _, gg in pairs],
+                                                                 True, targets))
         grads = [None if t is None else next(got) for t in args + ext]
         return tuple(grads) + (None,) * (len(need) - len(grads))
 
