@@ -355,9 +355,10 @@ class Embedding(Function):
     occurs in `ids` (so a row gets the mean, not the sum); the counts are taken in backward, from the ids
     kept anyway, and cost nothing when it is off. The `padding_idx` row gets no gradient.
 
-    `backward_graph` is `backward` with Tensor ops, so its own derivative is exact: with scale_grad_by_freq,
-    d<gw, v>/dgrad = v[ids] / count[ids]. torch's double backward leaves that 1/count out, so second
-    derivatives through repeated ids differ from torch's by it (they agree when no id repeats).
+    `backward_graph` gives `backward`'s value; with scale_grad_by_freq its derivative in the incoming gradient
+    is the plain lookup's (v[ids], without the 1/count), as torch's double backward: then a Hessian of a loss
+    through the lookup is the derivative of the first-order gradient seqlab computes (finite differences
+    agree), where differentiating the 1/count again would apply it twice.
     """
 
     def forward(self, weight, ids, padding_idx=None, scale_grad_by_freq=False):
@@ -384,12 +385,17 @@ class Embedding(Function):
     def backward_graph(self, g):
         ids = self.ids.reshape(-1)
         g2 = Reshape.apply(g, shape=(-1, self.shape[1]))  # (N, D)
-        if self.scale_grad_by_freq:
-            g2 = g2 * constant(self._inverse_counts(ids, g.dtype)[:, None])
         if self.padding_idx is not None:
             g2 = MaskedFill.apply(g2, (ids == self.padding_idx)[:, None], 0)
         zeros = xp_of(g.data).zeros(self.shape, dtype=g.dtype)
-        return IndexPut.apply(zeros, g2, index=ids, mode="add"), None
+        gw = IndexPut.apply(zeros, g2, index=ids, mode="add")
+        if self.scale_grad_by_freq:
+            # the value is backward's (each position's gradient over its id's count), but its derivative in g is
+            # the plain lookup's, as torch's double backward: the 1/count is a change of the first-order
+            # gradient, not a function to differentiate again, or it would be applied once more in the second
+            # pass, where the lookup's own backward already applies it
+            gw = gw + constant(self.backward(g.data)[0] - gw.data)
+        return gw, None
 
 
 class Dropout(Function):
