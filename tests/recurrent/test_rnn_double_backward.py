@@ -257,3 +257,19 @@ class _Lengths:
 
     def __call__(self, x, hx):
         return self.module(x, hx, lengths=np.array(LENGTHS))
+
+
+@pytest.mark.parametrize("change", ["input", "weight_ih"])
+def test_an_in_place_change_of_what_the_projection_read_is_refused_by_double_backward(change):
+    """The double backward makes the input projection again from x and W_ih: changed in place after the
+    forward, they would give derivatives at other values, so it refuses (as the version counters refuse any
+    backward that would read a changed array); the first-order gradient, from the kept gates, still works."""
+    s, _ = _pair("lstm")
+    x = seqlab.tensor(np.random.default_rng(0).standard_normal((B, T, IN)), requires_grad=True)
+    out, _ = s(x)
+    with seqlab.no_grad():
+        (x if change == "input" else s.weight_ih_l0).mul_(2)
+    with pytest.raises(RuntimeError, match="RecurrentScan saved for backward .* was changed in place"):
+        seqlab.autograd.grad((out ** 2).sum(), s.weight_hh_l0, create_graph=True)
+    g, = seqlab.autograd.grad((out ** 2).sum(), s.weight_hh_l0)
+    assert np.isfinite(g.numpy()).all()

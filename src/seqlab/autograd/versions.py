@@ -52,12 +52,15 @@ def bump(arr) -> None:
     _changed[key] = (ref, changes, _clock)
 
 
-def check(fn) -> None:
-    """RuntimeError if an array `fn` saved for backward was changed in place after `fn` saved it."""
-    saved_at = getattr(fn, "_saved_clock", None)
+def check(fn, arrays=None, saved_at=None) -> None:
+    """RuntimeError if an array `fn` saved for backward was changed in place after `fn` saved it.
+    `arrays`, `saved_at`: other arrays fn keeps, and the clock when it kept them (what a backward_graph
+    reads besides `saved`)."""
+    if arrays is None:
+        arrays, saved_at = fn.saved, getattr(fn, "_saved_clock", None)
     if saved_at is None or saved_at == _clock:
         return
-    for i, arr in enumerate(fn.saved):
+    for i, arr in enumerate(arrays):
         if not hasattr(arr, "shape"):
             continue
         root = _root(arr)

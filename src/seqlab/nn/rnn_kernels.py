@@ -26,6 +26,7 @@ are the composed path's; the first-order loops above are untouched by it.
 """
 from __future__ import annotations
 
+from seqlab.autograd import versions as _versions
 from seqlab.autograd.function import Function
 from seqlab.backend import xp_of
 
@@ -187,6 +188,7 @@ class RecurrentScan(Function):
         # for backward_graph: xproj itself only when it cannot be made again (see `scan_grads_graph`)
         self.graph_arrays = (xproj if xproj_from is None else None, h0, c0, w_hh, b_hh)
         self.xproj_from, self.reverse, self.mask = xproj_from, reverse, mask
+        self.from_clock = _versions._clock  # x, W_ih, b_ih changed in place after this: refused (scan_grads_graph)
         return xp.ascontiguousarray(out.transpose(1, 0, 2))   # (B, T + S, H)
 
     def backward(self, grad):
@@ -280,6 +282,7 @@ class ProjectedLSTMScan(Function):
         # for backward_graph: xproj itself only when it cannot be made again (see `scan_grads_graph`)
         self.graph_arrays = (xproj if xproj_from is None else None, h0, c0, w_hh, b_hh, w_hr)
         self.xproj_from, self.reverse, self.mask = xproj_from, reverse, mask
+        self.from_clock = _versions._clock  # x, W_ih, b_ih changed in place after this: refused (scan_grads_graph)
         return xp.ascontiguousarray(out.transpose(1, 0, 2))   # (B, T + 2, H)
 
     def backward(self, grad):
@@ -340,6 +343,7 @@ def scan_grads_graph(fn, g, mode: str) -> tuple:
 
     arrays, need = fn.graph_arrays, fn.needs_input_grad
     if arrays[0] is None:                              # xproj made again, as the layer made it
+        _versions.check(fn, fn.xproj_from, fn.from_clock)  # from the arrays the forward read, unchanged
         from seqlab import functional as F
         from seqlab.autograd.function import no_grad
         from seqlab.autograd.tensor import Tensor
