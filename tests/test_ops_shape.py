@@ -164,6 +164,10 @@ def test_clone_keeps_the_graph_and_owns_memory():
     check_op(lambda x: x.clone() * 2, lambda x: x.clone() * 2, [(3,)])
     x = seqlab.randn(3)
     assert not np.shares_memory(x.clone().data, x.data)
+    t = seqlab.randn(4, 3, requires_grad=True).t()  # torch's clone keeps the layout (preserve_format)
+    c = t.clone()
+    assert c.requires_grad and c.data.flags.f_contiguous and not np.shares_memory(c.data, t.data)
+    np.testing.assert_array_equal(c.data, t.data)
 
 
 def test_per_step_slices_accumulate_in_one_buffer():

@@ -464,3 +464,37 @@ def test_embedding_from_pretrained_takes_torchs_arguments():
     assert not np.shares_memory(ours.weight.data, w0)  # a copy: the source array is left alone
     frozen = nn.Embedding.from_pretrained(seqlab.tensor(w0))
     assert not frozen.weight.requires_grad and not np.shares_memory(frozen.weight.data, w0)
+
+
+def test_torchs_max_norm_recipe_clone_the_weight_first():
+    """torch's nn.Embedding docs: with max_norm, a differentiable use of the weight before the lookup needs
+    weight.clone(), which saves nothing (the lookup then renormalizes the weight in place)."""
+    results = []
+    for lib, nn_ in ((seqlab, seqlab.nn), (torch, torch.nn)):
+        emb = nn_.Embedding(3, 5, max_norm=1.0)
+        with lib.no_grad():
+            emb.weight.copy_(lib.tensor(np.random.default_rng(1).standard_normal((3, 5)) * 3, dtype=lib.float32))
+        w = lib.tensor(np.random.default_rng(0).standard_normal((7, 5)), dtype=lib.float32, requires_grad=True)
+        a = emb.weight.clone() @ w.t()
+        b = emb(lib.tensor(np.array([1, 2]))) @ w.t()
+        (a.unsqueeze(0) + b.unsqueeze(1)).sigmoid().prod().backward()
+        results.append((emb.weight, emb.weight.grad, w.grad))
+    for a, b in zip(*results):
+        _close(a, b, "float32")
+
+
+def test_mul_keeps_only_the_operand_a_gradient_reads():
+    """w * 3 needs only the 3 for w's gradient: w changed in place afterwards is no error (as torch's)."""
+    for lib in (seqlab, torch):
+        w = lib.tensor(np.ones(4), requires_grad=True)
+        y = (w * 3).sum()
+        with lib.no_grad():
+            w.mul_(2)
+        y.backward()
+        _close(w.grad, np.full(4, 3.0))
+    x = seqlab.tensor(np.ones(4), requires_grad=True)
+    y = (x * x).sum()  # here both are read: refused, as torch
+    with seqlab.no_grad():
+        x.mul_(2)
+    with pytest.raises(RuntimeError, match="changed in place"):
+        y.backward()

@@ -494,7 +494,7 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
     def clone(self) -> "Tensor":
         """A copy with its own memory; gradients flow through it (as torch)."""
         if self.requires_grad and is_grad_enabled():
-            return self * self.dtype.type(1)
+            return E.Clone.apply(self)
         return Tensor(self.data.copy())
 
     def norm(self, p: float = 2, dim=None, keepdim: bool = False) -> "Tensor":

@@ -35,9 +35,26 @@ class Sub(Function):
         return g, (-g if self.needs_input_grad[1] else None)
 
 
+class Clone(Function):
+    """A copy with its own memory (the input's layout kept, as torch's clone); the gradient passes through.
+    It saves nothing, so the input may be changed in place after it (torch's recipe before an Embedding
+    with max_norm renormalizes its weight)."""
+
+    def forward(self, a):
+        return a.copy(order="K")
+
+    def backward(self, grad):
+        return (grad,)
+
+    def backward_graph(self, g):
+        return (g,)
+
+
 class Mul(Function):
     def forward(self, a, b):
-        self.save_for_backward(a, b)
+        needs = self.needs_input_grad
+        if True in needs:  # only the operand a gradient reads: the other may change in place afterwards
+            self.save_for_backward(a if needs[1] else None, b if needs[0] else None)
         return a * b
 
     def backward(self, grad):
