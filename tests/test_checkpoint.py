@@ -596,7 +596,12 @@ def test_context_fn_wraps_the_forward_and_the_recomputation_as_torchs():
     strip = [(e[0], e[1][2:]) + e[2:] for e in got]
     assert strip == [(e[0], e[1][2:]) + e[2:] for e in want]
     with pytest.raises(TypeError, match="context_fn must return two context managers"):
-        checkpoint(ours, sl.tensor(x, requires_grad=True), context_fn=lambda: None)
+        checkpoint(ours, sl.tensor(x, requires_grad=True), use_reentrant=False, context_fn=lambda: None)
+    for kw in ({"context_fn": _recording_context_fn([])("s:")}, {"debug": True}):  # torch's reentrant refuses both
+        for call, lib in ((checkpoint, sl), (tcp.checkpoint, torch)):
+            with pytest.raises(ValueError, match="Passing `context_fn` or `debug` is only supported when "
+                                                 "use_reentrant=False"):
+                call(ours if lib is sl else theirs, lib.tensor(x, requires_grad=True), use_reentrant=True, **kw)
 
 
 # ---- use_reentrant=False: torch's non-reentrant kind -----------------------------------------------------

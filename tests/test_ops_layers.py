@@ -92,6 +92,15 @@ def test_rms_norm_takes_torchs_arguments():
         np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12)
 
 
+@pytest.mark.filterwarnings("ignore:Mismatch dtype between input and weight")
+def test_rms_norm_returns_the_inputs_dtype_as_torch():
+    x, w = np.random.default_rng(0).standard_normal((2, 4)), np.ones(4)
+    got = F.rms_norm(seqlab.tensor(x.astype(np.float32)), (4,), seqlab.tensor(w))
+    want = TF.rms_norm(torch.from_numpy(x.astype(np.float32)), (4,), torch.from_numpy(w))
+    assert got.dtype == np.float32 and want.dtype == torch.float32
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
 @pytest.mark.parametrize("args, error, match", [
     (((4,),), ValueError, r"input has shape \(2, 3, 5\) but rms_norm normalizes over trailing \(4,\)"),
     (((5,), np.ones(5)), TypeError, r"weight must be a Tensor or None, got ndarray"),

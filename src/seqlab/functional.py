@@ -134,7 +134,8 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # n
         eps = float(np.finfo(xf.dtype if np.dtype(xf.dtype).kind == "f" else np.float32).eps)
     dims = tuple(range(-len(ns), 0))
     y = xf * ((xf * xf).mean(dim=dims, keepdim=True) + eps).rsqrt()
-    return y * weight if weight is not None else y
+    y = y * weight if weight is not None else y
+    return y if y.dtype == x.dtype else y.astype(x.dtype)  # the input's dtype, as torch's
 
 
 def embedding(input, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,  # noqa: A002

@@ -388,6 +388,8 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
 
     Every tensor with a graph that `function` uses must come in through `args` or `kwargs`: one it
     reaches by a closure is not recorded by the checkpoint, and breaks backward."""
+    if use_reentrant is not False and (context_fn is not None or debug):
+        raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
     del debug, early_stop  # options of torch's non-reentrant kind that change nothing here
     if determinism_check not in ("default", "none"):
         raise ValueError(f"determinism_check should be one of ['default', 'none'], but got {determinism_check!r}")
