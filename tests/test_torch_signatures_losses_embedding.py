@@ -498,3 +498,27 @@ def test_mul_keeps_only_the_operand_a_gradient_reads():
         x.mul_(2)
     with pytest.raises(RuntimeError, match="changed in place"):
         y.backward()
+
+
+def test_a_product_with_the_weight_before_a_max_norm_lookup_as_torch():
+    """x @ weight.t() with a constant x reads only x for the weight's gradient: the lookup may then
+    renormalize the weight in place (torch's too); with an x that requires grad the product needs the old
+    weight, and both refuse."""
+    for needs_x in (False, True):
+        outcome = []
+        for lib, nn_ in ((seqlab, seqlab.nn), (torch, torch.nn)):
+            emb = nn_.Embedding(3, 5, max_norm=1.0)
+            with lib.no_grad():
+                emb.weight.copy_(lib.tensor(np.random.default_rng(1).standard_normal((3, 5)) * 3, dtype=lib.float32))
+            x = lib.tensor(np.random.default_rng(0).standard_normal((7, 5)), dtype=lib.float32,
+                           requires_grad=needs_x)
+            a = (x @ emb.weight.t()).sum() + (emb.weight * 2).sum()
+            b = emb(lib.tensor(np.array([1, 2]))).sum()
+            try:
+                (a + b).backward()
+                outcome.append(("ok", emb.weight.grad))
+            except RuntimeError:
+                outcome.append(("refused", None))
+        assert outcome[0][0] == outcome[1][0] == ("refused" if needs_x else "ok"), outcome
+        if not needs_x:
+            _close(outcome[0][1], outcome[1][1], "float32")

@@ -38,50 +38,56 @@ class MatMul(Function):
     """
 
     def forward(self, a, b):
-        self.save_for_backward(a, b)
+        needs = self.needs_input_grad
+        if True in needs:  # only the operand a gradient reads: the other may change in place afterwards
+            self.save_for_backward(a if needs[1] else None, b if needs[0] else None)
+            self.ndims = (a.ndim, b.ndim)
         return _matmul(a, b)
 
     def backward(self, grad):
         a, b = self.saved
+        a_nd, b_nd = self.ndims
         ga = gb = None
         xp = xp_of(grad)
         # put back the axes NumPy dropped for 1-D operands: out2 = a2 @ b2 has shape (..., n, m)
-        a2 = a[None, :] if a.ndim == 1 else a  # (1, k) for a 1-D a
-        b2 = b[:, None] if b.ndim == 1 else b  # (k, 1) for a 1-D b
-        g = grad[..., None] if b.ndim == 1 else grad  # (..., n, 1)
-        if a.ndim == 1:
+        g = grad[..., None] if b_nd == 1 else grad  # (..., n, 1)
+        if a_nd == 1:
             g = xp.expand_dims(g, -2)  # (..., 1, m)
         if self.needs_input_grad[0]:
+            b2 = b[:, None] if b_nd == 1 else b  # (k, 1) for a 1-D b
             ga = _matmul(g, b2.swapaxes(-1, -2))  # (..., n, k)
-            if a.ndim == 1:
+            if a_nd == 1:
                 ga = ga[..., 0, :]  # the engine sums any batch dims away
         if self.needs_input_grad[1]:
-            if b2.ndim == 2 and a2.ndim > 2:
+            a2 = a[None, :] if a_nd == 1 else a  # (1, k) for a 1-D a
+            if b_nd <= 2 and a2.ndim > 2:  # b2 is 2-D
                 # weight shared across the batch: one 2-D product instead of a batched one + sum
                 gb = mm(a2.reshape(-1, a2.shape[-1]).T, g.reshape(-1, g.shape[-1]))  # (k, m)
             else:
                 gb = mm(a2.swapaxes(-1, -2), g)  # (..., k, m)
-            if b.ndim == 1:
+            if b_nd == 1:
                 gb = gb[..., 0]
         return ga, gb
 
     def backward_graph(self, g):
         a, b = self.saved
-        x, y = graph_input(self, 0, a), graph_input(self, 1, b)
-        x2 = Reshape.apply(x, shape=(1,) + a.shape) if a.ndim == 1 else x  # (1, k) for a 1-D a
-        y2 = Reshape.apply(y, shape=b.shape + (1,)) if b.ndim == 1 else y  # (k, 1) for a 1-D b
-        if b.ndim == 1:
+        a_nd, b_nd = self.ndims
+        if b_nd == 1:
             g = Reshape.apply(g, shape=g.shape + (1,))  # (..., n, 1)
-        if a.ndim == 1:
+        if a_nd == 1:
             g = Reshape.apply(g, shape=g.shape[:-1] + (1, g.shape[-1]))  # (..., 1, m)
         ga = gb = None
         if self.needs_input_grad[0]:
+            y = graph_input(self, 1, b)
+            y2 = Reshape.apply(y, shape=b.shape + (1,)) if b_nd == 1 else y  # (k, 1) for a 1-D b
             ga = MatMul.apply(g, _swap_last(y2))  # (..., n, k); the engine sums broadcast batch dims
-            if a.ndim == 1:
+            if a_nd == 1:
                 ga = Reshape.apply(ga, shape=ga.shape[:-2] + ga.shape[-1:])
         if self.needs_input_grad[1]:
+            x = graph_input(self, 0, a)
+            x2 = Reshape.apply(x, shape=(1,) + a.shape) if a_nd == 1 else x  # (1, k) for a 1-D a
             gb = MatMul.apply(_swap_last(x2), g)  # (..., k, m)
-            if b.ndim == 1:
+            if b_nd == 1:
                 gb = Reshape.apply(gb, shape=gb.shape[:-1])
         return ga, gb
 
