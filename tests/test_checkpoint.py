@@ -760,3 +760,37 @@ def test_non_reentrant_gradient_penalty_on_a_checkpointed_model():
 def test_more_segments_than_functions_is_a_clear_error():
     with pytest.raises(ValueError, match="3 segments of 2 functions; segments must be at most the number"):
         checkpoint_sequential([lambda x: x, lambda x: x], 3, sl.ones(2))
+
+
+def test_non_reentrant_checkpoints_on_two_threads_at_once():
+    """What the forward notes of the ops it records is per thread: two threads checkpointing at once get
+    the gradients each would get alone."""
+    import threading
+
+    ours, _ = _mlp_pair()
+    ours.double()
+    xs = [np.random.default_rng(i).standard_normal((64, 6)) for i in range(2)]
+
+    def grads(x):
+        t = sl.tensor(x, requires_grad=True)
+        g = sl.autograd.grad((checkpoint(lambda u: ours(u) ** 2, t, use_reentrant=False)).sum(),
+                             [t] + list(ours.parameters()))
+        return [a.numpy() for a in g]
+
+    want = [grads(x) for x in xs]
+    got = [None, None]
+    barrier = threading.Barrier(2)
+
+    def run(i):
+        barrier.wait()
+        for _ in range(20):
+            got[i] = grads(xs[i])
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for w, g in zip(want, got):
+        for a, b in zip(w, g):
+            np.testing.assert_allclose(b, a, rtol=1e-12)

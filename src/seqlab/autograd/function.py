@@ -18,7 +18,7 @@ import numpy as np
 
 from seqlab.autograd import versions as _versions
 
-_state = threading.local()
+_state = threading.local()  # per thread: `enabled` (grad mode), `recorded` (utils.checkpoint's list of ops)
 
 
 def is_grad_enabled() -> bool:
@@ -160,14 +160,14 @@ class Function:
             fn.parents = tuple([(x if x._ctx is None else x._ctx) if need else None for x, need in zip(inputs, needs)])
             t = Tensor._from_op(out, fn)
             fn.out_shape, fn.out_dtype, fn.out_ref = out.shape, out.dtype, weakref.ref(t)
-            if _recorded is not None:  # a non-reentrant checkpoint notes which ops its function records
-                _recorded.append(fn)
+            recorded = getattr(_state, "recorded", None)
+            if recorded is not None:  # a non-reentrant checkpoint on this thread notes the ops its function records
+                recorded.append(fn)
             return t, fn
         return Tensor._from_op(out, None), fn
 
 
 _Tensor = None  # seqlab.autograd.tensor.Tensor once loaded (that module imports this one, so not at the top)
-_recorded: list | None = None  # while a list: every op recorded is appended to it (utils.checkpoint's own use)
 
 
 def _tensor_class():

@@ -325,13 +325,14 @@ def _discover(function, inputs: list, is_tensor: tuple, names: tuple, n_call: in
     rng = _rng_state() if preserve_rng_state else None
     values = [Tensor._from_op(a.data, None) if t else a for a, t in zip(inputs[:n_call], is_tensor)]
     n_pos = n_call - len(names)
-    outer, recorded = _function._recorded, []
-    _function._recorded = recorded
+    state = _function._state  # per thread: while `recorded` is a list there, each op recorded is added to it
+    outer, recorded = getattr(state, "recorded", None), []
+    state.recorded = recorded
     try:
         with (contextlib.nullcontext() if contexts is None else contexts[0]), enable_grad():
             result = function(*values[:n_pos], **dict(zip(names, values[n_pos:])))
     finally:
-        _function._recorded = outer
+        state.recorded = outer
     outs, _ = _outputs(result, "the function")
     ours = {id(f) for f in recorded}
     recorded.clear()
