@@ -794,3 +794,92 @@ def test_non_reentrant_checkpoints_on_two_threads_at_once():
     for w, g in zip(want, got):
         for a, b in zip(w, g):
             np.testing.assert_allclose(b, a, rtol=1e-12)
+
+
+def _both(fn_of_lib):
+    """fn_of_lib(lib, ck) for seqlab and torch, ck their non-reentrant checkpoint."""
+    return (fn_of_lib(sl, lambda f, *a, **k: checkpoint(f, *a, use_reentrant=False, **k)),
+            fn_of_lib(torch, lambda f, *a, **k: tcp.checkpoint(f, *a, use_reentrant=False, **k)))
+
+
+W0 = np.array([1.5, -0.7, 0.4])
+
+
+@pytest.mark.parametrize("case", ["same_non_leaf_twice", "non_leaf_arg_and_closure", "same_leaf_twice",
+                                  "leaf_arg_and_closure"])
+def test_non_reentrant_an_input_met_twice_counts_once_to_third_order(case):
+    """A tensor passed twice, or passed and also read by closure: its gradient once, first to third order,
+    and the graph outside the checkpoint intact afterwards."""
+    def run(lib, ck):
+        w = lib.tensor(W0, requires_grad=True)
+        x = w * 2 if case.startswith(("same_non", "non_leaf")) else w
+        if case in ("same_non_leaf_twice", "same_leaf_twice"):
+            y = ck(lambda a, b: (a * b * a).sin().sum(), x, x)
+        else:
+            y = ck(lambda a: (a * x * a).sin().sum(), x)
+        g, = lib.autograd.grad(y, w, create_graph=True)
+        h, = lib.autograd.grad((g ** 2).sum(), w, create_graph=True)
+        again, = lib.autograd.grad((x * 3).sum(), w, retain_graph=True)  # the graph before it still works
+        t, = lib.autograd.grad((h ** 2).sum(), w)
+        return [g, h, t, again]
+
+    got, want = _both(run)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-10)
+
+
+def test_non_reentrant_function_sees_its_arguments_as_they_are():
+    """The forward runs fn on arguments that require grad where the caller's do (torch's kind runs fn on
+    them): a branch on requires_grad and a hook registered inside behave as without the checkpoint."""
+    def run(lib, ck):
+        x = lib.tensor(np.array([1.0, 2.0]), requires_grad=True)
+        seen = []
+
+        def f(a):
+            if a.requires_grad:
+                a.register_hook(lambda g: seen.append(1) or None)
+            return a * 2 if a.requires_grad else a * 3
+
+        y = ck(f, x)
+        y.sum().backward()
+        return [y, x.grad, len(seen) > 0]
+
+    (ys, gs, hs), (yt, gt, ht) = _both(run)
+    np.testing.assert_allclose(_np(ys), _np(yt))
+    np.testing.assert_allclose(_np(gs), _np(gt))
+    assert hs and ht
+
+
+def test_non_reentrant_outputs_that_need_no_grad_come_back_without_one():
+    def run(lib, ck):
+        x = lib.tensor(np.array([1.0, 2.0]), requires_grad=True)
+        a, b, c = ck(lambda t: (t * 2, t.detach() * 3, lib.ones(2)), x)
+        return [a.requires_grad, b.requires_grad, c.requires_grad]
+
+    got, want = _both(run)
+    assert got == want == [True, False, False]
+
+
+def test_non_reentrant_context_is_entered_by_every_recomputation():
+    """With retain_graph, a second backward recomputes inside the same context_fn manager, as torch's."""
+    def run(lib, ck):
+        flag = {"on": False}
+
+        class Ctx:
+            def __enter__(self):
+                flag["on"] = True
+
+            def __exit__(self, *exc):
+                flag["on"] = False
+
+        ctx = Ctx()
+        x = lib.tensor(np.array([1.0, 2.0]), requires_grad=True)
+        y = ck(lambda t: t * (2.0 if flag["on"] else 1.0), x, context_fn=lambda: (ctx, ctx)).sum()
+        y.backward(retain_graph=True)
+        first = _np(x.grad).copy()
+        y.backward()
+        return [first, _np(x.grad)]
+
+    got, want = _both(run)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b)

@@ -21,7 +21,10 @@ its backward recomputes `fn` and returns the gradients of all of them, as any op
 ``autograd.grad`` and ``backward(inputs=...)`` work through it, for the arguments and for the parameters
 inside, and hooks and ``retain_grad`` on those tensors run once, in the caller's pass, as torch's.
 ``autograd.grad(..., create_graph=True)`` goes through it too (`_Checkpoint.backward_graph`): second and
-third derivatives, e.g. a gradient penalty on a checkpointed model.
+third derivatives, e.g. a gradient penalty on a checkpointed model. An input met twice (passed twice, or
+passed and read by closure) gets its gradient once. Outputs that depend on nothing requiring grad come back
+without a graph, as torch's. The forward's bookkeeping is per thread: `fn` must record its ops on the
+calling thread (work handed to another thread is not seen, and its parameters would get no gradient).
 
 ``use_reentrant=True`` or left out (torch's reentrant kind, transformers' default for
 ``gradient_checkpointing_enable``): `fn` runs without a graph; the recomputation runs its own backward
@@ -172,8 +175,11 @@ class _Checkpoint(Function):
         self.forward_clock = _versions._clock  # what changes in place after this, _check_unchanged catches
         # what the forward returns: _CARRIED for an output the node carries, else the output itself (popped by
         # `checkpoint` at once, so the node holds none of them until backward)
-        self.passed = [_CARRIED if _differentiable(o) else o for o in outs]
-        tensors = [o.data for o in outs if _differentiable(o)]
+        # the outputs the node carries: floating-point ones (non-reentrant: those that depend on something
+        # that requires grad, as torch's; the others come back without a graph)
+        self.carry = found.carry if found is not None else [_differentiable(o) for o in outs]
+        self.passed = [_CARRIED if c else o for o, c in zip(outs, self.carry)]
+        tensors = [o.data for o, c in zip(outs, self.carry) if c]
         self.layout = [(t.shape, t.dtype) for t in tensors]
         if not tensors:  # nothing to differentiate: an empty output, so the node is one as any other
             return np.zeros(0)
@@ -209,7 +215,7 @@ class _Checkpoint(Function):
         if self.rng is not None:
             current = _rng_state()
             _set_rng_state(self.rng)
-        context, self.recompute_context = self.recompute_context, None
+        context = self.recompute_context  # entered again by each recomputation (retain_graph), as torch's
         try:
             with enable_grad(), (contextlib.nullcontext() if context is None else context):
                 values, out = self._call(self.saved, True, graph)
@@ -217,7 +223,7 @@ class _Checkpoint(Function):
         finally:
             if current is not None:
                 _set_rng_state(current)
-        outs = [o for o in outs if _differentiable(o)]
+        outs = [o for o, c in zip(outs, self.carry) if c and isinstance(o, Tensor)]
         got = [(tuple(o.shape), o.dtype) for o in outs]
         if got != [(tuple(s), d) for s, d in self.layout]:
             raise RuntimeError(f"checkpoint: the recomputation in backward returned {got} (shape, dtype) but the "
@@ -256,14 +262,30 @@ class _Checkpoint(Function):
         n, need = self.n_call, self.needs_input_grad
         args = [a if isinstance(a, Tensor) and a.requires_grad else None for a in leaves]
         ext = [t if need[n + i] else None for i, t in enumerate(self.externals)]
-        targets = [t for t in args + ext if t is not None]
-        got = iter([None] * len(targets))
+        return self._gather(args + ext, pairs, lambda targets: engine.run_graph(
+            [o for o, _ in pairs], [g for _, g in pairs], targets=targets, counted=False), ext)
+
+    def _gather(self, wanted: list, pairs: list, run, stops: list) -> tuple:
+        """The node's input gradients: `run(targets)` on the distinct tensors of `wanted` (an input named twice,
+        or a tensor both passed and read by closure, is one target: its whole gradient goes to its first place,
+        None to the others, and the caller's pass adds them up once), `stops` (and the targets) being where the
+        pass ends (`_stopping_at`)."""
+        keys, targets, first = [], [], {}
+        for t in wanted:
+            key = None if t is None else id(t if t._ctx is None else t._ctx)
+            keys.append(key)
+            if key is not None and key not in first:
+                first[key] = len(targets)
+                targets.append(t)
+        got = [None] * len(targets)
         if pairs and targets:
-            with _stopping_at(targets):
-                got = iter(engine.run_graph([o for o, _ in pairs], [g for _, g in pairs], targets=targets,
-                                            counted=False))
-        grads = [None if t is None else next(got) for t in args + ext]
-        return tuple(grads) + (None,) * (len(need) - len(grads))
+            with _stopping_at([t for t in stops if t is not None]):
+                got = run(targets)
+        grads, given = [], set()
+        for key in keys:
+            grads.append(None if key is None or key in given else got[first[key]])
+            given.add(key)
+        return tuple(grads) + (None,) * (len(self.needs_input_grad) - len(grads))
 
     def backward_graph(self, g):
         """Non-reentrant only (create_graph=True): fn recomputed on its arguments at their place in the graph
@@ -274,23 +296,20 @@ class _Checkpoint(Function):
         n, need = self.n_call, self.needs_input_grad
         args = [v if need[i] and isinstance(v, Tensor) else None for i, v in enumerate(values)]
         ext = [t if need[n + i] else None for i, t in enumerate(self.externals)]
-        targets = [t for t in args + ext if t is not None]
-        got = iter([None] * len(targets))
-        if pairs and targets:
-            with _stopping_at(targets):
-                got = iter(higher_order.run_graph_differentiable([o for o, _ in pairs], [gg for _, gg in pairs],
-                                                                 True, targets))
-        grads = [None if t is None else next(got) for t in args + ext]
-        return tuple(grads) + (None,) * (len(need) - len(grads))
+        return self._gather(args + ext, pairs, lambda targets: higher_order.run_graph_differentiable(
+            [o for o, _ in pairs], [gg for _, gg in pairs], True, targets), args + ext)
 
 
 @contextlib.contextmanager
 def _stopping_at(tensors: list):
     """While a non-reentrant checkpoint's own pass runs: each tensor from outside (a leaf, or one made by an
     earlier op) is an end of it, its hooks and retain_grad left for the caller's pass, which meets it next."""
-    kept = []
+    kept, seen = [], set()
     for t in tensors:
         owner = t if t._ctx is None else t._ctx
+        if id(owner) in seen:  # one tensor met twice: its state is kept once, before the first change
+            continue
+        seen.add(id(owner))
         kept.append((owner, getattr(owner, "_hooks", None), owner.needs_input_grad if t._ctx else None,
                      owner.out_ref if t._ctx else None))
         if getattr(owner, "_hooks", None) is not None:
@@ -301,7 +320,7 @@ def _stopping_at(tensors: list):
     try:
         yield
     finally:
-        for owner, hooks, needs, ref in kept:
+        for owner, hooks, needs, ref in reversed(kept):
             if hooks is not None:
                 owner._hooks = hooks
             if needs is not None:
@@ -311,8 +330,8 @@ def _stopping_at(tensors: list):
 class _Found:
     """What `_discover` found: fn's result, its output list, the tensors from outside and the rng state."""
 
-    def __init__(self, result, outs, externals, rng):
-        self.result, self.outs, self.externals, self.rng = result, outs, externals, rng
+    def __init__(self, result, outs, carry, externals, rng):
+        self.result, self.outs, self.carry, self.externals, self.rng = result, outs, carry, externals, rng
 
 
 def _discover(function, inputs: list, is_tensor: tuple, names: tuple, n_call: int, preserve_rng_state: bool,
@@ -323,7 +342,14 @@ def _discover(function, inputs: list, is_tensor: tuple, names: tuple, n_call: in
     of fn's activations are kept. Those tensors become inputs of the checkpoint's node, as torch's
     non-reentrant checkpoint finds them through its saved-tensor hooks."""
     rng = _rng_state() if preserve_rng_state else None
-    values = [Tensor._from_op(a.data, None) if t else a for a, t in zip(inputs[:n_call], is_tensor)]
+    values = []
+    for a, t in zip(inputs[:n_call], is_tensor):
+        if t:  # a fresh leaf, requiring grad where the argument does: fn sees what it would see without us
+            leaf = Tensor._from_op(a.data, None)
+            leaf.requires_grad = a.requires_grad and a.dtype.kind == "f"
+            a = leaf
+        values.append(a)
+    ours_leaves = {id(v) for v in values if isinstance(v, Tensor)}
     n_pos = n_call - len(names)
     state = _function._state  # per thread: while `recorded` is a list there, each op recorded is added to it
     outer, recorded = getattr(state, "recorded", None), []
@@ -341,6 +367,8 @@ def _discover(function, inputs: list, is_tensor: tuple, names: tuple, n_call: in
 
     def meet(t_or_fn, tensor):
         """A node of the graph: ours to walk through, or an end from outside (kept by its tensor)."""
+        if id(t_or_fn) in ours_leaves:  # an argument: an input of the node already
+            return
         if isinstance(t_or_fn, Function) and id(t_or_fn) in ours:
             stack.append(t_or_fn)
             return
@@ -363,8 +391,9 @@ def _discover(function, inputs: list, is_tensor: tuple, names: tuple, n_call: in
         for parent, needs in zip(node.parents, node.needs_input_grad):
             if needs and parent is not None:
                 meet(parent, parent if isinstance(parent, Tensor) else None)
+    carry = [_differentiable(o) and o.requires_grad for o in outs]
     outs = [o.detach() if _differentiable(o) else o for o in outs]  # the graph goes with the tensors
-    return _Found(result if not isinstance(result, Tensor) else outs[0], outs, list(external.values()), rng)
+    return _Found(result if not isinstance(result, Tensor) else outs[0], outs, carry, list(external.values()), rng)
 
 
 def _cut(joined, shapes: list) -> list:
