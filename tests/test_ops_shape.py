@@ -168,6 +168,9 @@ def test_clone_keeps_the_graph_and_owns_memory():
     c = t.clone()
     assert c.requires_grad and c.data.flags.f_contiguous and not np.shares_memory(c.data, t.data)
     np.testing.assert_array_equal(c.data, t.data)
+    assert seqlab.randn(4, 3).t().clone().data.flags.f_contiguous  # without a graph too
+    e = seqlab.randn(3, 1, requires_grad=True).expand(3, 4).clone()  # a broadcast view: contiguous, as torch
+    assert e.data.flags.c_contiguous and e.data.strides == torch.randn(3, 1).expand(3, 4).clone().numpy().strides
 
 
 def test_per_step_slices_accumulate_in_one_buffer():

@@ -495,7 +495,7 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
         """A copy with its own memory; gradients flow through it (as torch)."""
         if self.requires_grad and is_grad_enabled():
             return E.Clone.apply(self)
-        return Tensor(self.data.copy())
+        return Tensor(E.clone_array(self.data))
 
     def norm(self, p: float = 2, dim=None, keepdim: bool = False) -> "Tensor":
         """(Σ|x|^p)^(1/p) over `dim` (all elements by default)."""

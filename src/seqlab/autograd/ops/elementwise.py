@@ -41,13 +41,21 @@ class Clone(Function):
     with max_norm renormalizes its weight)."""
 
     def forward(self, a):
-        return a.copy(order="K")
+        return clone_array(a)
 
     def backward(self, grad):
         return (grad,)
 
     def backward_graph(self, g):
         return (g,)
+
+
+def clone_array(a):
+    """A copy of `a` in its own memory, laid out as torch's clone(preserve_format): a dense array's strides
+    kept (a transpose stays a transpose), a broadcast one (a stride 0) made contiguous."""
+    if 0 in getattr(a, "strides", ()):
+        return a.copy(order="C")
+    return a.copy(order="K")
 
 
 class Mul(Function):
