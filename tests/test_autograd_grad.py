@@ -147,8 +147,10 @@ def test_allow_unused_and_materialize_grads():
             lib.autograd.grad(y, [x, b], allow_unused=False, materialize_grads=True, retain_graph=True)
         unused = lib.autograd.grad(y, [x, b], allow_unused=True, retain_graph=True)
         assert unused[1] is None
+        flags = [t.requires_grad for t in lib.autograd.grad(y, [x, b], materialize_grads=True, create_graph=True)]
+        assert flags == [False, True]  # with create_graph the zeros require grad, as torch's
         zeros = lib.autograd.grad(y, [x, b], materialize_grads=True)
-        assert zeros[1].shape == b.shape and zeros[1].dtype == b.dtype
+        assert zeros[1].shape == b.shape and zeros[1].dtype == b.dtype and not zeros[1].requires_grad
         return unused[:1] + zeros
     _both(run)
 

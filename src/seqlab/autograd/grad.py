@@ -96,7 +96,15 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
                     lambda g, again: Tensor._from_op(g.copy() if again else g, None))
 
 
-def _results(inputs: list, grads: list, allow_unused: bool, materialize_grads: bool, wrap) -> tuple:
+def _zeros(t, create_graph: bool):
+    """materialize_grads' zeros for an input no output reached: requiring grad with create_graph, as torch's."""
+    zeros = Tensor._from_op(backend.xp_of(t.data).zeros_like(t.data), None)
+    zeros.requires_grad = create_graph
+    return zeros
+
+
+def _results(inputs: list, grads: list, allow_unused: bool, materialize_grads: bool, wrap,
+             create_graph: bool = False) -> tuple:
     """One result per input: `wrap(gradient, already_returned)`, or for an input no output reached torch's
     error, None (allow_unused) or zeros (materialize_grads)."""
     result, seen = [], set()
@@ -105,8 +113,7 @@ def _results(inputs: list, grads: list, allow_unused: bool, materialize_grads: b
             if not allow_unused:
                 raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in "
                                    "the graph. Set allow_unused=True if this is the desired behavior.")
-            result.append(Tensor._from_op(backend.xp_of(t.data).zeros_like(t.data), None)
-                          if materialize_grads else None)
+            result.append(_zeros(t, create_graph) if materialize_grads else None)
         else:
             result.append(wrap(g, id(g) in seen))
             seen.add(id(g))
@@ -128,7 +135,8 @@ def _grad_graph(outputs: list, root_grads: list, grad_outputs, retain_graph: boo
             roots.append(Tensor._from_op(arr, None))
     grads = higher_order.run_graph_differentiable(outputs, roots, retain_graph, inputs)
     # one gradient handed to two results (an input named twice, a root grad): two tensors
-    return _results(inputs, grads, allow_unused, materialize_grads, lambda g, again: g.clone() if again else g)
+    return _results(inputs, grads, allow_unused, materialize_grads, lambda g, again: g.clone() if again else g,
+                    create_graph=True)
 
 
 def _grad_batched(outputs: list, inputs: list, grad_outputs, retain_graph: bool, create_graph: bool,
@@ -176,8 +184,7 @@ def _grad_batched(outputs: list, inputs: list, grad_outputs, retain_graph: bool,
     result = []
     for t, column in zip(inputs, columns):
         if column[0] is None:  # no output reaches t: the same for every vector
-            result.append(Tensor._from_op(backend.xp_of(t.data).zeros_like(t.data), None)
-                          if materialize_grads else None)
+            result.append(_zeros(t, create_graph) if materialize_grads else None)
         elif create_graph:
             result.append(V.Stack.apply(*column, dim=0))
         else:
