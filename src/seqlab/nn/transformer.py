@@ -28,6 +28,7 @@ import numpy as np
 
 from seqlab import backend
 from seqlab import functional as F
+from seqlab.autograd.function import is_grad_enabled
 from seqlab.autograd.tensor import Tensor
 from seqlab.nn import init
 from seqlab.nn.attention import MultiheadAttention, as_mask_array
@@ -207,8 +208,28 @@ class TransformerDecoderLayer(Module):
         return self.dropout3(x)
 
 
+def _packs(layer) -> bool:
+    """torch's conditions on the layer for TransformerEncoder's padding-free inference (its nested tensors):
+    post-LN, q/k/v of one size with biases, ReLU or GELU, equal LayerNorm eps, an even number of heads."""
+    sa = getattr(layer, "self_attn", None)
+    act = getattr(layer, "activation", None)
+    return (isinstance(layer, TransformerEncoderLayer) and not layer.norm_first and sa._qkv_same_embed_dim
+            and sa.in_proj_bias is not None and sa.bias_k is None and not sa.add_zero_attn
+            and (act is F.relu or act is F.gelu or type(act).__name__ in ("ReLU", "GELU"))
+            and layer.norm1.eps == layer.norm2.eps and sa.num_heads % 2 == 0)
+
+
 class TransformerEncoder(Module):
-    """`num_layers` deep copies of `encoder_layer` (``layers.0`` …), then `norm` if given, as torch."""
+    """`num_layers` deep copies of `encoder_layer` (``layers.0`` …), then `norm` if given, as torch.
+
+    In inference with a ``src_key_padding_mask`` (eval mode, no graph recorded, no other mask), it takes
+    torch's fast path (``enable_nested_tensor=True``, the default): the layers run on the real tokens only,
+    gathered into one (N, d) array for every product, LayerNorm and feed-forward, and put back in (B, T, d)
+    for attention. As torch's, the output at padded positions is then 0 (``norm(0)`` when ``norm`` is
+    given) instead of values nobody should read, and the work shrinks with the padding. As torch, only
+    when the layer allows it (post-LN, ReLU/GELU, an even number of heads, ...) and, with ``mask_check``,
+    when every sequence's padding is at its end.
+    """
 
     def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int, norm: Module | None = None,
                  enable_nested_tensor: bool = True, mask_check: bool = True):
@@ -218,11 +239,58 @@ class TransformerEncoder(Module):
         self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
         self.num_layers = num_layers
         self.norm = norm
+        self.enable_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = enable_nested_tensor and _packs(encoder_layer)
+        self.mask_check = mask_check
+
+    def _pads(self, src: Tensor, mask, src_key_padding_mask, causal: bool, extras: bool):
+        """The (B, T) bool padding (True = pad) when torch's fast path applies now, else None."""
+        first = self.layers[0]
+        if (not getattr(self, "use_nested_tensor", False) or first.training or src.ndim != 3 or extras
+                or src_key_padding_mask is None or mask is not None or causal):
+            return None
+        if is_grad_enabled() and (src.requires_grad or any(p.requires_grad for p in first.parameters())):
+            return None
+        xp = backend.xp_of(src.data)
+        m = as_mask_array(src_key_padding_mask, xp)
+        pad = m if m.dtype == bool else m != 0
+        if pad.shape != tuple(src.shape[:2]):
+            return None
+        if self.mask_check and bool((pad[:, :-1] & ~pad[:, 1:]).any()):  # a real token after a pad
+            return None
+        return pad
+
+    def _forward_packed(self, src: Tensor, pad) -> Tensor:
+        """The layers on the real tokens only (see the class); pad (B, T) bool, True = padding."""
+        B, T, d = src.shape
+        xp = backend.xp_of(src.data)
+        keep = ~pad
+        idx = xp.flatnonzero(keep.reshape(-1))                             # (N,) rows of the real tokens
+        allowed = keep[:, None, None, :]                                   # (B, 1, 1, T) True = may attend
+        x = Tensor(src.data.reshape(B * T, d)[idx])                        # (N, d)
+        for layer in self.layers:
+            sa = layer.self_attn
+            qkv = F.linear(x, sa.in_proj_weight, sa.in_proj_bias).data      # (N, 3d)
+            full = xp.zeros((B * T, qkv.shape[1]), dtype=qkv.dtype)
+            full[idx] = qkv
+            out, _ = F.attention_qkv(Tensor(full.reshape(B, T, -1)), sa.num_heads, attn_mask=allowed,
+                                     scale=1.0 / np.sqrt(sa.head_dim), training=False)  # (B, H, T, D)
+            heads = out.data.transpose(0, 2, 1, 3).reshape(B * T, d)[idx]  # (N, d)
+            x = layer.norm1(x + sa.out_proj(Tensor(heads)))
+            x = layer.norm2(x + layer._ff_block(x))
+        y = xp.zeros((B * T, d), dtype=x.dtype)
+        y[idx] = x.data
+        return Tensor(y.reshape(B, T, d))
 
     def forward(self, src: Tensor, mask=None, src_key_padding_mask=None, is_causal: bool | None = None, *,
                 output_attentions: bool = False, rotary=None, position_bias=None):
         """src (B, T, d) -> (B, T, d); with ``output_attentions`` also a list of (B, H, T, T), one per layer."""
         causal = bool(is_causal) if is_causal is not None else _is_causal_mask(mask, src.shape[1])
+        pad = self._pads(src, mask, src_key_padding_mask, causal,
+                         output_attentions or rotary is not None or position_bias is not None)
+        if pad is not None:
+            x = self._forward_packed(src, pad)
+            return self.norm(x) if self.norm is not None else x
         x, weights = src, []
         for layer in self.layers:
             x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=causal,
