@@ -88,3 +88,16 @@ def test_the_fast_path_agrees_with_the_full_computation_on_real_tokens_and_takes
     np.testing.assert_allclose(a[~RIGHT], b[~RIGHT], rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(a, c)
     assert ours.use_nested_tensor and not full.use_nested_tensor
+
+
+def test_the_fast_path_on_the_device(cuda):
+    """On device "cuda" (the CuPy stand-in here, CuPy on a GPU): the same values as on the host."""
+    ours, _ = _pair()
+    ours.eval()
+    with seqlab.no_grad():
+        want = ours(seqlab.tensor(X), src_key_padding_mask=RIGHT).numpy()
+        ours.to("cuda")
+        got = ours(seqlab.tensor(X).to("cuda"), src_key_padding_mask=RIGHT)
+    assert got.device.type == "cuda"
+    np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-5, atol=1e-6)
+    assert np.abs(got.cpu().numpy()[RIGHT]).sum() == 0
