@@ -101,3 +101,43 @@ def test_the_fast_path_on_the_device(cuda):
     assert got.device.type == "cuda"
     np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-5, atol=1e-6)
     assert np.abs(got.cpu().numpy()[RIGHT]).sum() == 0
+
+
+def test_a_graph_is_kept_when_any_layer_trains_even_with_the_first_frozen():
+    """Grad mode with the input and layer 0 frozen but layer 1 trainable: the full path, with its graph."""
+    ours, _ = _pair()
+    ours.eval()
+    for p in ours.layers[0].parameters():
+        p.requires_grad_(False)
+    y = ours(seqlab.tensor(X), src_key_padding_mask=RIGHT)
+    assert y.requires_grad
+    (y ** 2).sum().backward()
+    assert ours.layers[1].linear1.weight.grad is not None and ours.layers[0].linear1.weight.grad is None
+
+
+def test_hooks_and_layers_changed_after_construction_take_the_full_path():
+    ours, _ = _pair()
+    ours.eval()
+    calls = []
+    handle = ours.layers[1].self_attn.register_forward_hook(lambda m, i, out: calls.append(1))
+    with seqlab.no_grad():
+        y = ours(seqlab.tensor(X), src_key_padding_mask=RIGHT).numpy()
+    assert calls == [1] and np.abs(y[RIGHT]).sum() > 0  # the hook ran: the modules were called
+    handle.remove()
+    for change in ("norm_first", "replaced", "training"):
+        ours, _ = _pair()
+        ours.eval()
+        if change == "norm_first":
+            ours.layers[1].norm_first = True
+        elif change == "replaced":
+            ours.layers[1] = nn.TransformerEncoderLayer(16, 2, 32, norm_first=True).eval()
+        else:
+            ours.layers[1].train()
+            ours.layers[1].dropout.p = ours.layers[1].dropout1.p = ours.layers[1].dropout2.p = 0.0
+            ours.layers[1].self_attn.dropout = 0.0
+        full = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 2, 32), 2, enable_nested_tensor=False).eval()
+        full.layers = ours.layers
+        with seqlab.no_grad():
+            got = ours(seqlab.tensor(X), src_key_padding_mask=RIGHT).numpy()
+            want = full(seqlab.tensor(X), src_key_padding_mask=RIGHT).numpy()
+        np.testing.assert_array_equal(got, want, err_msg=change)

@@ -227,8 +227,10 @@ class TransformerEncoder(Module):
     gathered into one (N, d) array for every product, LayerNorm and feed-forward, and put back in (B, T, d)
     for attention. As torch's, the output at padded positions is then 0 (``norm(0)`` when ``norm`` is
     given) instead of values nobody should read, and the work shrinks with the padding. As torch, only
-    when the layer allows it (post-LN, ReLU/GELU, an even number of heads, ...) and, with ``mask_check``,
-    when every sequence's padding is at its end.
+    when the layers allow it (post-LN, ReLU/GELU, an even number of heads, ...; every layer checked on
+    every call), no layer has forward hooks, and, with ``mask_check``, every sequence's padding is at its
+    end. (torch's fused kernel computes GELU(approximate="tanh") as the exact GELU there; seqlab computes
+    the layer's own activation, as its full path does.)
     """
 
     def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int, norm: Module | None = None,
@@ -244,13 +246,18 @@ class TransformerEncoder(Module):
         self.mask_check = mask_check
 
     def _pads(self, src: Tensor, mask, src_key_padding_mask, causal: bool, extras: bool):
-        """The (B, T) bool padding (True = pad) when torch's fast path applies now, else None."""
-        first = self.layers[0]
-        if (not getattr(self, "use_nested_tensor", False) or first.training or src.ndim != 3 or extras
+        """The (B, T) bool padding (True = pad) when the fast path applies now, else None. Every layer is
+        checked on every call (one may have been replaced, switched to training or to norm_first since),
+        and none may carry forward hooks (the packed layers never call the modules, so hooks would not run)."""
+        if (not getattr(self, "use_nested_tensor", False) or src.ndim != 3 or extras
                 or src_key_padding_mask is None or mask is not None or causal):
             return None
-        if is_grad_enabled() and (src.requires_grad or any(p.requires_grad for p in first.parameters())):
-            return None
+        for layer in self.layers:
+            if layer.training or not _packs(layer) or any(
+                    m.__dict__.get("_forward_hooks") or m.__dict__.get("_forward_pre_hooks") for m in layer.modules()):
+                return None
+        if is_grad_enabled() and (src.requires_grad or any(p.requires_grad for p in self.parameters())):
+            return None  # a graph is wanted: the packed layers record none
         xp = backend.xp_of(src.data)
         m = as_mask_array(src_key_padding_mask, xp)
         pad = m if m.dtype == bool else m != 0
