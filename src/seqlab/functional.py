@@ -122,7 +122,7 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # n
     no centring, no bias). `eps=None`: the input dtype's machine epsilon, as torch."""
     x = _t(input)
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if not ns or tuple(x.shape[x.ndim - len(ns):]) != ns or len(ns) > x.ndim:
+    if not ns or len(ns) > x.ndim or tuple(x.shape[x.ndim - len(ns):]) != ns:
         raise ValueError(f"input has shape {x.shape} but rms_norm normalizes over trailing {ns}")
     if weight is not None and not isinstance(weight, Tensor):
         raise TypeError(f"rms_norm: weight must be a Tensor or None, got {type(weight).__name__} "
@@ -147,12 +147,11 @@ def embedding(input, weight: Tensor, padding_idx: int | None = None, max_norm: f
     `embedding_renorm_`, each row looked up whose `norm_type`-norm exceeds max_norm is scaled IN PLACE in
     `weight` (outside the graph) by max_norm / (norm + 1e-7); the lookup then reads the new rows, and the
     gradient is the plain lookup's. `scale_grad_by_freq`: each row's gradient is divided by how often its id
-    occurs in `input` (its double backward is exact, where torch's leaves that 1/count out: see
-    `Fu.Embedding`). `sparse=True` is refused: seqlab's gradients are dense.
+    occurs in `input` (its double backward is torch's: see `Fu.Embedding`). `sparse=True` is refused:
+    seqlab's gradients are dense.
     """
     if sparse:
-        raise NotImplementedError("embedding: sparse=True is not supported: seqlab has no sparse gradients; the "
-                                  "weight gets a dense gradient, as with sparse=False (the default)")
+        raise NotImplementedError("embedding: " + SPARSE_REFUSED)
     ids_arr = backend.to_device(_arr(backend.from_torch(input)), weight.device)
     if ids_arr.dtype.kind not in "iu":
         raise TypeError(f"embedding ids must be integers, got dtype {ids_arr.dtype}")
@@ -162,13 +161,23 @@ def embedding(input, weight: Tensor, padding_idx: int | None = None, max_norm: f
         if lo < 0 or hi >= n:
             bad = hi if hi >= n else lo
             raise IndexError(f"token id {bad} is out of range for an embedding of {n} rows (valid ids 0..{n - 1})")
-    if padding_idx is not None:
-        if not -n <= padding_idx < n:
-            raise ValueError(f"padding_idx {padding_idx} must be within num_embeddings ({n})")
-        padding_idx = int(padding_idx) % n
+    padding_idx = padding_row(padding_idx, n)
     if max_norm is not None and ids_arr.size:
         _embedding_renorm_(weight, ids_arr, float(max_norm), float(norm_type))
     return Fu.Embedding.apply(weight, ids_arr, padding_idx=padding_idx, scale_grad_by_freq=bool(scale_grad_by_freq))
+
+
+SPARSE_REFUSED = ("sparse=True is not supported: seqlab has no sparse gradients; the weight gets a dense gradient, "
+                  "as with sparse=False (the default)")
+
+
+def padding_row(padding_idx: int | None, n: int) -> int | None:
+    """`padding_idx` as a row of an n-row embedding (a negative one counts from the end), or a ValueError."""
+    if padding_idx is None:
+        return None
+    if not -n <= padding_idx < n:
+        raise ValueError(f"padding_idx {padding_idx} must be within num_embeddings ({n})")
+    return int(padding_idx) % n
 
 
 def _embedding_renorm_(weight: Tensor, ids, max_norm: float, norm_type: float) -> None:

@@ -27,6 +27,7 @@ the next step instead of returning it to the OS (see `memory.py`).
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import numpy as np
@@ -122,6 +123,35 @@ def _release(fn) -> None:
         t._ctx = FREED
     fn.__dict__.clear()
     fn._freed = True
+
+
+@contextlib.contextmanager
+def stopping_at(tensors: list):
+    """While a pass inside another op's backward runs (a non-reentrant checkpoint's, an RNN's double backward),
+    each of `tensors` (a leaf, or one made by an op outside that pass) is an end of it: a pass with them as
+    targets captures their gradients and goes no further, and their hooks and retain_grad are left for the
+    caller's pass, which meets them next. Everything is put back afterwards."""
+    kept, seen = [], set()
+    for t in tensors:
+        owner = t if t._ctx is None else t._ctx
+        if id(owner) in seen:  # one tensor met twice: its state is kept once, before the first change
+            continue
+        seen.add(id(owner))
+        kept.append((owner, getattr(owner, "_hooks", None), owner.needs_input_grad if t._ctx else None,
+                     owner.out_ref if t._ctx else None))
+        if getattr(owner, "_hooks", None) is not None:
+            owner._hooks = None
+        if t._ctx is not None:  # the walk stops here: the op behind is the caller's to run
+            owner.needs_input_grad = (False,) * len(owner.needs_input_grad)
+            owner.out_ref = None  # no retain_grad fill here
+    try:
+        yield
+    finally:
+        for owner, hooks, needs, ref in reversed(kept):
+            if hooks is not None:
+                owner._hooks = hooks
+            if needs is not None:
+                owner.needs_input_grad, owner.out_ref = needs, ref
 
 
 def _fresh(arr) -> bool:

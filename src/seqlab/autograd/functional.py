@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from seqlab import backend
 from seqlab.autograd.function import enable_grad, is_grad_enabled, set_grad_enabled
+from seqlab.autograd.grad import _zeros
 from seqlab.autograd.grad import grad as _grad
 from seqlab.autograd.ops import movement as _V
 from seqlab.autograd.tensor import Tensor
@@ -128,7 +129,7 @@ def _autograd_grad(outputs: tuple, inputs: tuple, grad_outputs=None, create_grap
 
 
 def _zeros_like(t: Tensor) -> Tensor:
-    return Tensor._from_op(backend.xp_of(t.data).zeros_like(t.data), None)
+    return _zeros(t, False)
 
 
 _FILL_ERRORS = {
@@ -177,6 +178,19 @@ def _v_or_scalar(v, other, is_other_tuple: bool, create_graph: bool, fn_name: st
     return None
 
 
+def _last_backward(outputs, is_outputs_tuple: bool, grads_of, wrt, v, refs, is_result_tuple: bool, strict: bool,
+                   create_graph: bool, stage: str):
+    """The functions' common end: the backward of `grads_of` w.r.t. `wrt` along `v` (recorded only with
+    create_graph), zeros (or torch's strict error) where nothing was reached, and (outputs, result)
+    detached and unpacked as the caller's tuples were."""
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+        grad_res = _autograd_grad(grads_of, wrt, v, create_graph=create_graph)
+        result = _fill_in_zeros(grad_res, refs, strict, create_graph, stage)
+    outputs = _grad_postprocess(outputs, create_graph)
+    result = _grad_postprocess(result, create_graph)
+    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(result, is_result_tuple)
+
+
 # ---- public API --------------------------------------------------------------------------------------
 def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """(func(*inputs), v · J): the vector-Jacobian product at `inputs`, as torch.autograd.functional.vjp.
@@ -192,12 +206,8 @@ def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
         _check_requires_grad(outputs, "outputs", strict=strict)
         v = _v_or_scalar(v, outputs, is_outputs_tuple, create_graph, "vjp",
                          _V_NONE.format("the user-provided function returns"))
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(outputs, inputs, v, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "back")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(result, is_inputs_tuple)
+    return _last_backward(outputs, is_outputs_tuple, outputs, inputs, v, inputs, is_inputs_tuple, strict,
+                          create_graph, "back")
 
 
 def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
@@ -218,12 +228,8 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
         grad_outputs = tuple(_zeros_like(out).requires_grad_(True) for out in outputs)
         grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict=strict)
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(grad_inputs, grad_outputs, v, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, outputs, strict, create_graph, "back_trick")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(result, is_outputs_tuple)
+    return _last_backward(outputs, is_outputs_tuple, grad_inputs, grad_outputs, v, outputs, is_outputs_tuple,
+                          strict, create_graph, "back_trick")
 
 
 def _no_forward_mode(name: str, strategy: str) -> None:
@@ -345,15 +351,7 @@ def hessian(func, inputs, create_graph: bool = False, strict: bool = False, vect
     _no_forward_mode("outer_jacobian_strategy", outer_jacobian_strategy)
 
     def ensure_single_output_function(*inp):
-        out = func(*inp)
-        is_out_tuple, t_out = _as_tuple(out, "outputs of the user-provided function", "hessian")
-        _check_requires_grad(t_out, "outputs", strict=strict)
-        if is_out_tuple or not isinstance(out, Tensor):
-            raise RuntimeError("The function given to hessian should return a single Tensor")
-        if out.numel() != 1:
-            raise RuntimeError("The Tensor returned by the function given to hessian should contain a single "
-                               "element")
-        return out.squeeze()
+        return _scalar_output(func, inp, strict, "hessian")[1][0].squeeze()
 
     def jac_func(*inp):
         jac = jacobian(ensure_single_output_function, inp, create_graph=True)
@@ -389,12 +387,8 @@ def vhp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
         is_outputs_tuple, outputs = _scalar_output(func, inputs, strict, "vhp")
         jac = _autograd_grad(outputs, inputs, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict=strict)
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(jac, inputs, v, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(result, is_inputs_tuple)
+    return _last_backward(outputs, is_outputs_tuple, jac, inputs, v, inputs, is_inputs_tuple, strict, create_graph,
+                          "double_back")
 
 
 def hvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
@@ -413,9 +407,5 @@ def hvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
         grad_jac = tuple(_zeros_like(inp).requires_grad_(True) for inp in inputs)
         double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict=strict)
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(double_back, grad_jac, v, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back_trick")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(result, is_inputs_tuple)
+    return _last_backward(outputs, is_outputs_tuple, double_back, grad_jac, v, inputs, is_inputs_tuple, strict,
+                          create_graph, "double_back_trick")

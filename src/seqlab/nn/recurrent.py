@@ -321,12 +321,11 @@ class _RNNBase(Module):
                 k = layer * D + d
                 xproj = F.linear(layer_in, w_ih, b_ih)             # (B, T, G·H): every step in one matmul
                 c_k = c0[k] if self.mode == "lstm" else None
-                run = self._scan_fused if self.fused else self._scan_composed
-                if self.fused:  # how xproj was made, so the scan need not keep it (for double backward)
-                    out, h, c = run(xproj, h0[k], c_k, w_hh, b_hh, bool(d), mask, w_hr,
-                                    xproj_from=(layer_in.data, w_ih.data, None if b_ih is None else b_ih.data))
+                if self.fused:  # with how xproj was made, so the scan need not keep it (for double backward)
+                    out, h, c = self._scan_fused(xproj, h0[k], c_k, w_hh, b_hh, bool(d), mask, w_hr, xproj_from=(
+                        layer_in.data, w_ih.data, None if b_ih is None else b_ih.data))
                 else:
-                    out, h, c = run(xproj, h0[k], c_k, w_hh, b_hh, bool(d), mask, w_hr)
+                    out, h, c = self._scan_composed(xproj, h0[k], c_k, w_hh, b_hh, bool(d), mask, w_hr)
                 outs.append(out)
                 h_n.append(h)
                 c_n.append(c)

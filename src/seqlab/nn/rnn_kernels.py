@@ -337,7 +337,7 @@ def scan_grads_graph(fn, g, mode: str) -> tuple:
     here by the same call, so every training step holds no more than before double backward existed.
     """
     from seqlab import creation
-    from seqlab.autograd import higher_order
+    from seqlab.autograd import engine, higher_order
     from seqlab.autograd.ops.movement import Reshape
     from seqlab.nn.recurrent import composed_scan
 
@@ -370,14 +370,8 @@ def scan_grads_graph(fn, g, mode: str) -> tuple:
     y = creation.stack(outs, dim=1)                    # (B, T, R)
     pairs = [(y, g[:, :T, :R]), (h_n, g[:, T, :R])] + ([] if c_n is None else [(c_n, g[:, T + 1])])
     pairs = [(r, rg) for r, rg in pairs if r.requires_grad]
-    stands = [t._ctx for t in targets]
-    for f in stands:                                   # the walk stops at the stand-ins (restored below)
-        f.needs_input_grad = (False,)
-    try:
+    with engine.stopping_at(targets):                 # the walk stops at the stand-ins
         got = higher_order.run_graph_differentiable([r for r, _ in pairs], [rg for _, rg in pairs], True, targets)
-    finally:
-        for f in stands:
-            f.needs_input_grad = (True,)
     got, grads = iter(got), []
     for i, a in enumerate(arrays):
         if not need[i]:

@@ -8,8 +8,6 @@ from seqlab import functional as F
 from seqlab.nn import init
 from seqlab.nn.module import Module, Parameter, takes_device
 
-_SPARSE = ("Embedding: sparse=True is not supported: seqlab has no sparse gradients; the weight gets a dense "
-           "gradient, as with sparse=False (the default)")
 
 
 def _as_array(embeddings):
@@ -38,11 +36,8 @@ class Embedding(Module):
                  sparse: bool = False, _weight=None, _freeze: bool = False, device=None, dtype=None):
         super().__init__()
         if sparse:
-            raise NotImplementedError(_SPARSE)
-        if padding_idx is not None:
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ValueError(f"padding_idx {padding_idx} must be within num_embeddings ({num_embeddings})")
-            padding_idx %= num_embeddings
+            raise NotImplementedError("Embedding: " + F.SPARSE_REFUSED)
+        padding_idx = F.padding_row(padding_idx, num_embeddings)
         self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
         self.max_norm, self.norm_type, self.scale_grad_by_freq = max_norm, norm_type, scale_grad_by_freq
         self.sparse = sparse
@@ -78,10 +73,8 @@ class Embedding(Module):
         arr = _as_array(embeddings)
         if len(arr.shape) != 2:
             raise ValueError(f"embeddings must be 2-D (num_embeddings, embedding_dim), got shape {tuple(arr.shape)}")
-        if sparse:
-            raise NotImplementedError(_SPARSE)
         return cls(arr.shape[0], arr.shape[1], padding_idx=padding_idx, max_norm=max_norm, norm_type=norm_type,
-                   scale_grad_by_freq=scale_grad_by_freq, _weight=arr.copy(), _freeze=freeze)
+                   scale_grad_by_freq=scale_grad_by_freq, sparse=sparse, _weight=arr.copy(), _freeze=freeze)
 
     def forward(self, input):  # noqa: A002 (torch's name)
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,

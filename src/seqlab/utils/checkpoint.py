@@ -167,7 +167,7 @@ class _Checkpoint(Function):
         if found is not None:  # non-reentrant: fn ran already (`_discover`), in grad mode
             self.rng, outs, self.externals = found.rng, found.outs, found.externals
             self.no_graph_backward = None
-            self.single = isinstance(found.result, Tensor)
+            self.single = found.single
         else:
             self.rng = _rng_state() if preserve_rng_state else None
             with (contextlib.nullcontext() if contexts is None else contexts[0]), no_grad():  # entered in grad mode
@@ -228,14 +228,8 @@ class _Checkpoint(Function):
         if got != [(tuple(s), d) for s, d in self.layout]:
             raise RuntimeError(f"checkpoint: the recomputation in backward returned {got} (shape, dtype) but the "
                                f"forward returned {self.layout}: the function must compute the same both times")
-        if self.single:
-            grads = [grad]
-        elif graph:
-            grads = [g if g.dtype == d else g.astype(d) for g, (_, d) in
-                     zip(_cut(grad, [s for s, _ in self.layout]), self.layout)]
-        else:
-            grads = [g.astype(d, copy=False) for g, (_, d) in zip(_cut(grad, [s for s, _ in self.layout]),
-                                                                   self.layout)]
+        grads = [grad] if self.single else [g if g.dtype == d else g.astype(d) for g, (_, d) in
+                                             zip(_cut(grad, [s for s, _ in self.layout]), self.layout)]
         pairs = [(o, g) for o, g in zip(outs, grads) if o.requires_grad]
         if pairs:
             starts = [o if o._ctx is None else o._ctx for o, _ in pairs]
@@ -269,7 +263,7 @@ class _Checkpoint(Function):
         """The node's input gradients: `run(targets)` on the distinct tensors of `wanted` (an input named twice,
         or a tensor both passed and read by closure, is one target: its whole gradient goes to its first place,
         None to the others, and the caller's pass adds them up once), `stops` (and the targets) being where the
-        pass ends (`_stopping_at`)."""
+        pass ends (`engine.stopping_at`)."""
         keys, targets, first = [], [], {}
         for t in wanted:
             key = None if t is None else id(t if t._ctx is None else t._ctx)
@@ -279,7 +273,7 @@ class _Checkpoint(Function):
                 targets.append(t)
         got = [None] * len(targets)
         if pairs and targets:
-            with _stopping_at([t for t in stops if t is not None]):
+            with engine.stopping_at([t for t in stops if t is not None]):
                 got = run(targets)
         grads, given = [], set()
         for key in keys:
@@ -300,38 +294,12 @@ class _Checkpoint(Function):
             [o for o, _ in pairs], [gg for _, gg in pairs], True, targets), args + ext)
 
 
-@contextlib.contextmanager
-def _stopping_at(tensors: list):
-    """While a non-reentrant checkpoint's own pass runs: each tensor from outside (a leaf, or one made by an
-    earlier op) is an end of it, its hooks and retain_grad left for the caller's pass, which meets it next."""
-    kept, seen = [], set()
-    for t in tensors:
-        owner = t if t._ctx is None else t._ctx
-        if id(owner) in seen:  # one tensor met twice: its state is kept once, before the first change
-            continue
-        seen.add(id(owner))
-        kept.append((owner, getattr(owner, "_hooks", None), owner.needs_input_grad if t._ctx else None,
-                     owner.out_ref if t._ctx else None))
-        if getattr(owner, "_hooks", None) is not None:
-            owner._hooks = None
-        if t._ctx is not None:  # the walk stops here: the op behind is the caller's to run
-            owner.needs_input_grad = (False,) * len(owner.needs_input_grad)
-            owner.out_ref = None  # no retain_grad fill here
-    try:
-        yield
-    finally:
-        for owner, hooks, needs, ref in reversed(kept):
-            if hooks is not None:
-                owner._hooks = hooks
-            if needs is not None:
-                owner.needs_input_grad, owner.out_ref = needs, ref
-
-
 class _Found:
-    """What `_discover` found: fn's result, its output list, the tensors from outside and the rng state."""
+    """What `_discover` found: whether fn returned one Tensor, its outputs (detached), which of them carry a
+    gradient, the tensors from outside and the rng state."""
 
-    def __init__(self, result, outs, carry, externals, rng):
-        self.result, self.outs, self.carry, self.externals, self.rng = result, outs, carry, externals, rng
+    def __init__(self, single, outs, carry, externals, rng):
+        self.single, self.outs, self.carry, self.externals, self.rng = single, outs, carry, externals, rng
 
 
 def _discover(function, inputs: list, is_tensor: tuple, names: tuple, n_call: int, preserve_rng_state: bool,
@@ -393,7 +361,7 @@ def _discover(function, inputs: list, is_tensor: tuple, names: tuple, n_call: in
                 meet(parent, parent if isinstance(parent, Tensor) else None)
     carry = [_differentiable(o) and o.requires_grad for o in outs]
     outs = [o.detach() if _differentiable(o) else o for o in outs]  # the graph goes with the tensors
-    return _Found(result if not isinstance(result, Tensor) else outs[0], outs, carry, list(external.values()), rng)
+    return _Found(isinstance(result, Tensor), outs, carry, list(external.values()), rng)
 
 
 def _cut(joined, shapes: list) -> list:
@@ -444,8 +412,6 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
         inputs.append(Tensor(0.0, requires_grad=True))
     out, fn = _Checkpoint.apply_with_fn(*inputs, run=function, is_tensor=is_tensor, names=names, n_call=n_call,
                                         preserve_rng_state=preserve_rng_state, contexts=contexts, found=found)
-    if found is not None:
-        found.outs = found.result = None
     passed, fn.passed = fn.passed, None
     if fn.single:
         return out if passed[0] is _CARRIED else passed[0]
