@@ -49,6 +49,7 @@ from seqlab import amp, cuda  # noqa: E402  (seqlab.cuda.is_available(), seqlab.
 from seqlab.amp import autocast
 from seqlab import functional, nn, optim  # noqa: E402  (seqlab.nn.Linear, as torch.nn)
 from seqlab import utils  # noqa: E402  (seqlab.utils.data.DataLoader, as torch.utils.data)
+from seqlab import batch_threads  # noqa: E402  (seqlab.batch_threads.set_enabled(False), as the docs say)
 from seqlab.functional import celu, pairwise_distance, prelu, rrelu, selu  # noqa: E402  (torch.selu, ...)
 
 __version__ = "0.1.0"

@@ -21,6 +21,7 @@ from typing import Callable
 
 import numpy as np
 
+from seqlab import batch_threads
 from seqlab import kernels as seqlab_kernels
 from seqlab import mkl as seqlab_mkl
 from seqlab.blas import get_blas_threads, loaded_blas_libraries, openblas_kernels, set_blas_threads
@@ -106,6 +107,7 @@ def machine_info(threads: int) -> dict:
         "numpy_blas_kernels": openblas_kernels(),  # "OpenBLAS 0.3.31, SkylakeX kernels" (None: not OpenBLAS)
         "seqlab_blas": seqlab_mkl.describe(),  # where seqlab's float32 products go (seqlab.mkl)
         "seqlab_kernels": seqlab_kernels.describe(),  # LayerNorm's, the softmax's, dropout's row passes
+        "seqlab_batch_threads": batch_threads.enabled(),  # inference may split a batch across threads
         "torch": torch.__version__,
         "date": datetime.date.today().isoformat(),
     }

@@ -19,7 +19,9 @@ apart, one process per (benchmark, library), the same way for both:
    ("peak memory no higher than PyTorch's") is read against.
 
 `compare` repeats this in three processes per library and reports medians:
-where the allocator puts things moves a process's peak by about 1 MiB.
+where the allocator puts things moves a process's peak by about 1 MiB. The
+processes run glibc's malloc on one arena (`ONE_ARENA`), so memory that other
+threads used is handed back before step 3 too.
 
 Linux only (the high-water mark comes from /proc); elsewhere the peaks are None.
 """
@@ -41,6 +43,12 @@ def build(name: str, data_dir=None) -> tuple:
     """`MODULES[name].build()`: (seqlab step, torch step, ...); bert-infer reads its sentences from `data_dir`."""
     return MODULES[name].build(data_dir=data_dir) if name == "bert-infer" else MODULES[name].build()
 SIDES = ("seqlab", "torch")
+# glibc's malloc on one arena in the measuring processes, both libraries. A thread's allocations otherwise go
+# to an arena of its own, which malloc_trim does not hand back: memory that threads (seqlab's batch split,
+# seqlab.batch_threads) used in one step stays resident, the next step reuses it, and the high-water mark
+# above the settled resident set missed it (bert-infer on two threads read 7.7 MiB where one arena reads
+# 33.7, and tracemalloc 24 MiB of arrays; the unsplit forward reads 34.5 either way).
+ONE_ARENA = {"MALLOC_ARENA_MAX": "1"}
 
 
 def status_kb(field: str) -> int | None:
@@ -89,11 +97,12 @@ def peak_above_kb(base_kb: int | None, can_reset: bool) -> int | None:
     return hwm - base_kb if can_reset and hwm is not None and base_kb is not None else None
 
 
-def run_json(module: str, args: list[str], timeout: float) -> dict:
+def run_json(module: str, args: list[str], timeout: float, env: dict | None = None) -> dict:
     """`python -c "from MODULE import main; main()" ARGS` in a fresh interpreter (a fixed argument
-    list, no shell); its last stdout line parsed as JSON, or {"error": last stderr line}."""
+    list, no shell), with `env` added to this process's environment; its last stdout line parsed as
+    JSON, or {"error": last stderr line}."""
     cmd = [sys.executable, "-c", f"from {module} import main; main()", *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
     if proc.returncode != 0:
         return {"error": (proc.stderr.strip().splitlines() or ["no output"])[-1]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -133,7 +142,7 @@ def measure_in_subprocess(name: str, side: str, steps: int = 2, threads: int | N
         args += ["--threads", str(threads)]
     if data_dir is not None:
         args += ["--data-dir", str(data_dir)]
-    r = run_json("seqlab.bench.memory", args, timeout)
+    r = run_json("seqlab.bench.memory", args, timeout, env=ONE_ARENA)
     return {"name": name, "side": side, **r} if "error" in r else r
 
 

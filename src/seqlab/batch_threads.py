@@ -1,0 +1,197 @@
+"""Inference on several cores by rows: a batch split across threads, one chunk of rows on each core.
+
+A BLAS on two threads splits every large product between the two cores, but all that lies between the
+products (the softmax, GELU, LayerNorm, the residual adds, the Python that calls them) runs on one, and
+every product ends in a wait for the slower half. Where a model's rows do not interact (BERT in eval: each
+sentence attends to itself only, and dropout is off) the batch can be split instead: each thread runs the
+same model on its own rows, every op single-threaded, and nothing waits until the end. On the 2-core EPYC
+MiniLM's forward on 32 SST-2 sentences (32×44 tokens) took 0.89× the time of the unsplit forward on two
+threads, and 0.58× its time on one (docs/results.md, `benchmarks/batch_threads.py`).
+
+It applies only where it cannot change a result: no graph is being recorded (`no_grad`, `inference_mode`),
+the arrays are NumPy's, more than one thread is set (`seqlab.set_num_threads`), every module is in eval
+mode, none carries a forward hook (a hook would see a chunk, not the batch), no op profiler runs, and each
+chunk has enough work to pay for its thread (`MIN_CHUNK_MACS`: small batches are faster unsplit, because
+every chunk repeats all of the Python per op). Each row's values are those of the unsplit call, up to the
+last bits of float32 rounding. `set_enabled(False)` or ``SEQLAB_BATCH_THREADS=0`` turns it off.
+
+The whole forward of a split model runs in the chunks (BertModel, and BertForMaskedLM with its head): a
+threaded product left before or after the split keeps OpenBLAS's idle worker spinning for ~0.1 s on the core
+a chunk needs, which made the split slower than none (GPT's blocks alone, with its vocabulary product after
+them, 1.02-1.3× the unsplit time; GPT is not split).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import queue
+import threading
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from seqlab.autograd.function import is_grad_enabled, no_grad
+from seqlab.autograd.tensor import Tensor
+
+__all__ = ["MIN_CHUNK_MACS", "chunks", "enabled", "map_rows", "set_enabled"]
+
+# a chunk's multiply-adds per layer below which it runs unsplit: about 300 tokens of MiniLM (384 hidden, 1,536
+# feed-forward), 75 of BERT-base. Measured on the 2-core EPYC (benchmarks/batch_threads.py, docs/results.md):
+# MiniLM's forward split in two took 1.24-1.51× the unsplit time at 2×8 to 8×16 tokens, 1.01× at 8×44 (176
+# tokens a chunk) and 0.94× at 16×44 (352)
+MIN_CHUNK_MACS = 1 << 29
+_enabled = os.environ.get("SEQLAB_BATCH_THREADS", "1").strip() != "0"
+_lock = threading.Lock()  # one split at a time: the thread counts it sets are the process's
+_workers: _Workers | None = None  # see _workers_for
+
+
+def enabled() -> bool:
+    """Whether batches may be split across threads (see the module)."""
+    return _enabled
+
+
+def set_enabled(flag: bool) -> None:
+    """Allow (True, the default) or forbid splitting batches across threads in this process."""
+    global _enabled
+    _enabled = bool(flag)
+
+
+def chunks(rows: int, macs_per_row: float, modules: Iterable = ()) -> int:
+    """Into how many chunks to split `rows` rows, each costing `macs_per_row` multiply-adds per layer, on the
+    threads set now; 1 means run unsplit. `modules`: those the split calls, which must all be in eval mode (in
+    training, dropout would draw its masks on two threads) and carry no forward hook."""
+    if not _enabled or rows < 2 or is_grad_enabled():
+        return 1
+    from seqlab.autograd import profile
+    from seqlab.runtime import get_num_threads
+
+    n = min(get_num_threads(), rows, int(rows * macs_per_row // MIN_CHUNK_MACS))
+    if n < 2 or profile._ACTIVE:
+        return 1
+    for module in modules:
+        if any(m.training or m.__dict__.get("_forward_hooks") or m.__dict__.get("_forward_pre_hooks")
+               for m in module.modules()):
+            return 1
+    return n
+
+
+def map_rows(fn: Callable, args: tuple, n: int) -> Any:
+    """``fn(*args)`` with the batch cut into `n` chunks of rows, each run on its own thread with the BLAS and
+    seqlab's kernels single-threaded; the results are joined back by rows.
+
+    The batch is the rows (dimension 0) of the first Tensor or array in `args`: every one with as many rows is
+    cut, any other argument (a mask broadcast over the batch, a flag) goes whole to every chunk. `fn` returns a Tensor
+    or array, or tuples and lists of those and of Nones. Unsplit (plain ``fn(*args)``) when `n` < 2, when an
+    array is not on the CPU, or while another split runs."""
+    if n < 2 or not all(isinstance(_array(a), np.ndarray) for a in args if _array(a) is not None):
+        return fn(*args)
+    if not _lock.acquire(blocking=False):
+        return fn(*args)
+    try:
+        rows = next(_array(a).shape[0] for a in args if _array(a) is not None and _array(a).ndim)
+        n = min(n, rows)
+        cuts = np.linspace(0, rows, n + 1).astype(int)
+        parts = [tuple(_rows(a, rows, lo, hi) for a in args) for lo, hi in zip(cuts[:-1], cuts[1:])]
+        results: list = [None] * n
+        errors: list = [None] * n
+
+        def work(i: int) -> None:
+            try:
+                with no_grad():  # grad mode is per thread: a new thread starts with it on
+                    results[i] = fn(*parts[i])
+            except BaseException as exc:  # raised again in the caller's thread
+                errors[i] = exc
+
+        with _single_threaded():
+            _workers_for(n).run(work, n)
+    finally:
+        _lock.release()
+    for exc in errors:
+        if exc is not None:
+            raise exc
+    return _join(results)
+
+
+class _Workers:
+    """This process's worker threads: chunk i always goes to thread i (a shared pool may hand two chunks to one
+    thread, one after the other). They live on between calls, each keeping its malloc arena and BLAS buffers.
+    A child made by fork starts its own: the parent's threads are not in it."""
+
+    def __init__(self, n: int):
+        self.pid, self.inboxes = os.getpid(), [queue.SimpleQueue() for _ in range(n)]
+        for i, inbox in enumerate(self.inboxes):
+            threading.Thread(target=self._serve, args=(inbox,), name=f"seqlab-rows_{i}", daemon=True).start()
+
+    @staticmethod
+    def _serve(inbox: queue.SimpleQueue) -> None:
+        while True:
+            job, done = inbox.get()
+            if job is None:  # replaced by more threads
+                return
+            job()  # never raises: map_rows' work keeps what was raised
+            done.put(None)
+
+    def run(self, work: Callable[[int], None], n: int) -> None:
+        """work(0), ..., work(n - 1), each on its own thread; returns when all have."""
+        done: queue.SimpleQueue = queue.SimpleQueue()
+        for i in range(n):
+            self.inboxes[i].put((functools.partial(work, i), done))
+        for _ in range(n):
+            done.get()
+
+
+def _workers_for(n: int) -> _Workers:
+    global _workers
+    if _workers is None or _workers.pid != os.getpid() or len(_workers.inboxes) < n:
+        if _workers is not None and _workers.pid == os.getpid():
+            for inbox in _workers.inboxes:
+                inbox.put((None, None))
+        _workers = _Workers(n)
+    return _workers
+
+
+def _array(a):
+    return a.data if isinstance(a, Tensor) else a if isinstance(a, np.ndarray) else None
+
+
+def _rows(a, rows: int, lo: int, hi: int):
+    """Rows lo..hi of `a` when it has `rows` rows; anything else (a mask broadcast over the batch, a flag) whole."""
+    x = _array(a)
+    if x is None or x.ndim == 0 or x.shape[0] != rows:
+        return a
+    return Tensor._from_op(x[lo:hi], None) if isinstance(a, Tensor) else x[lo:hi]
+
+
+def _join(parts: list):
+    first = parts[0]
+    if isinstance(first, Tensor):
+        return Tensor._from_op(np.concatenate([p.data for p in parts]), None)
+    if isinstance(first, np.ndarray):
+        return np.concatenate(parts)
+    if isinstance(first, (tuple, list)):
+        return type(first)(_join(list(items)) for items in zip(*parts))
+    if first is None:
+        return None
+    raise TypeError(f"map_rows: cannot join results of type {type(first).__name__}")
+
+
+class _single_threaded:
+    """NumPy's BLAS, MKL (where seqlab uses it) and seqlab's kernels on one thread inside; each count put back."""
+
+    def __enter__(self):
+        from seqlab import kernels, mkl
+        from seqlab.blas import get_blas_threads, set_blas_threads
+
+        mkl.library()  # MKL's count is read once MKL is set up (where seqlab uses it)
+        self._blas, self._kernels, self._mkl = get_blas_threads(), kernels._threads, mkl._threads
+        set_blas_threads(1)
+        return self
+
+    def __exit__(self, *exc):
+        from seqlab import kernels, mkl
+        from seqlab.blas import set_blas_threads
+
+        if self._blas is not None:
+            set_blas_threads(self._blas)
+        mkl.set_mkl_threads(self._mkl)
+        kernels.set_threads(self._kernels)

@@ -1,0 +1,230 @@
+"""A batch split across threads for inference (seqlab.batch_threads): the same values as one call and as
+transformers', only where nothing can tell, and the process's thread counts put back."""
+from __future__ import annotations
+
+import multiprocessing
+import threading
+
+import numpy as np
+import pytest
+from test_bert import SENTENCES
+
+import seqlab
+from seqlab import batch_threads, kernels
+from seqlab.autograd.profile import OpProfiler
+from seqlab.blas import get_blas_threads, set_blas_threads
+from seqlab.models import BertModel
+
+
+@pytest.fixture
+def two_threads():
+    """seqlab on two threads for the test (CI runs on one), the counts put back after."""
+    blas, kern = get_blas_threads(), kernels._threads
+    seqlab.set_num_threads(2)
+    yield
+    if blas is not None:
+        set_blas_threads(blas)
+    kernels.set_threads(kern)
+
+
+@pytest.fixture(scope="module")
+def minilm_batch(T, minilm_dir):
+    model = BertModel.from_pretrained("minilm")
+    tok = T.AutoTokenizer.from_pretrained(str(minilm_dir))
+    batch = tok(SENTENCES, padding=True, truncation=True, max_length=128, return_tensors="np")
+    return model, batch
+
+
+@pytest.fixture
+def layer_calls(monkeypatch):
+    """(thread name, rows) of every call of BertModel._rows (the model on a batch, or on a chunk of it)."""
+    calls, real = [], BertModel._rows
+
+    def spy(self, ids, embeds, *args):
+        calls.append((threading.current_thread().name, (ids if ids is not None else embeds).shape[0]))
+        return real(self, ids, embeds, *args)
+
+    monkeypatch.setattr(BertModel, "_rows", spy)
+    return calls
+
+
+def _run(model, b, **kw):
+    with seqlab.no_grad():
+        return model(b["input_ids"], b["attention_mask"], b["token_type_ids"], **kw)
+
+
+def test_split_batch_equals_one_call_and_transformers(minilm_batch, two_threads, layer_calls, T, torch, minilm_dir):
+    model, b = minilm_batch
+    rows = len(SENTENCES)
+    out = _run(model, b, output_attentions=True, output_hidden_states=True)
+    assert sorted(layer_calls) == [("seqlab-rows_0", rows // 2), ("seqlab-rows_1", rows - rows // 2)]
+    assert seqlab.get_num_threads() == 2  # the counts the split set are put back
+    batch_threads.set_enabled(False)
+    try:
+        one = _run(model, b, output_attentions=True, output_hidden_states=True)
+    finally:
+        batch_threads.set_enabled(True)
+    assert layer_calls[-1] == ("MainThread", rows)
+    assert not out.last_hidden_state.requires_grad and out.last_hidden_state.grad_fn is None
+    pairs = [(out.last_hidden_state, one.last_hidden_state), (out.pooler_output, one.pooler_output),
+             *zip(out.hidden_states, one.hidden_states), *zip(out.attentions, one.attentions)]
+    assert len(pairs) == 2 + 7 + 6
+    for a, c in pairs:
+        assert a.shape == c.shape and a.dtype == c.dtype == np.float32
+        np.testing.assert_allclose(a.numpy(), c.numpy(), rtol=0, atol=1e-6)
+    ref = T.BertModel.from_pretrained(str(minilm_dir), attn_implementation="eager").eval()
+    with torch.no_grad():
+        r = ref(**{k: torch.tensor(v) for k, v in b.items()})
+    real = b["attention_mask"].astype(bool)
+    np.testing.assert_allclose(out.last_hidden_state.numpy()[real], r.last_hidden_state.numpy()[real],
+                               rtol=0, atol=1e-4)
+
+
+def test_split_with_inputs_embeds_and_position_ids(minilm_batch, two_threads, layer_calls):
+    model, b = minilm_batch
+    B, T = b["input_ids"].shape
+    embeds = model.embeddings.word_embeddings(b["input_ids"])
+    rng = np.random.default_rng(0)
+    cases = [np.arange(T)[::-1].copy(),            # (T,): one vector for every row, never cut
+             rng.integers(0, 100, (1, T)),         # (1, T): the same
+             rng.integers(0, 100, (B, T))]         # (B, T): one per row, cut with the rows
+    for pos in cases:
+        with seqlab.no_grad():
+            got = model(inputs_embeds=embeds, attention_mask=b["attention_mask"], position_ids=pos)
+            batch_threads.set_enabled(False)
+            try:
+                want = model(inputs_embeds=embeds, attention_mask=b["attention_mask"], position_ids=pos)
+            finally:
+                batch_threads.set_enabled(True)
+        np.testing.assert_allclose(got.last_hidden_state.numpy(), want.last_hidden_state.numpy(), rtol=0,
+                                   atol=1e-6)
+    assert [name for name, _ in layer_calls].count("seqlab-rows_1") == 3
+    with pytest.raises(ValueError, match=r"position_ids has shape \(2, \d+\) but input_ids \(18, "):
+        with seqlab.no_grad():
+            model(b["input_ids"], position_ids=np.zeros((2, T), np.int64))  # the whole batch's shape, not a chunk's
+
+
+def test_masked_lm_runs_its_head_inside_the_split(minilm_batch, two_threads, layer_calls):
+    from seqlab.models import BertForMaskedLM
+
+    _, b = minilm_batch
+    mlm = BertForMaskedLM.from_pretrained("minilm").eval()  # the file has no MLM head: a fresh one, all the same
+    heads = []
+    real = mlm.cls.predictions.forward
+    mlm.cls.predictions.forward = lambda h: heads.append(threading.current_thread().name) or real(h)
+    labels = np.where(b["attention_mask"] == 1, b["input_ids"], -100)
+    with seqlab.no_grad():
+        out = mlm(b["input_ids"], b["attention_mask"], labels=labels)
+        assert sorted(heads) == ["seqlab-rows_0", "seqlab-rows_1"]
+        batch_threads.set_enabled(False)
+        try:
+            one = mlm(b["input_ids"], b["attention_mask"], labels=labels)
+        finally:
+            batch_threads.set_enabled(True)
+        assert heads[-1] == "MainThread"
+        seen = []
+        handle = mlm.bert.register_forward_hook(lambda m, args, o: seen.append(o.last_hidden_state.shape[0]))
+        try:
+            hooked = mlm(b["input_ids"], b["attention_mask"], labels=labels)
+        finally:
+            handle.remove()
+    assert seen == [len(SENTENCES)] and heads[-1] == "MainThread"  # a hook on the encoder: nothing split
+    for got in (out, hooked):
+        assert got.logits.shape == one.logits.shape == b["input_ids"].shape + (mlm.config.vocab_size,)
+        np.testing.assert_allclose(got.logits.numpy(), one.logits.numpy(), rtol=0, atol=1e-5)
+        np.testing.assert_allclose(got.loss.item(), one.loss.item(), rtol=1e-6)
+        np.testing.assert_allclose(got.last_hidden_state.numpy(), one.last_hidden_state.numpy(), rtol=0, atol=1e-6)
+
+
+def test_no_split_where_it_could_be_seen(minilm_batch, two_threads, layer_calls):
+    model, b = minilm_batch
+    rows = len(SENTENCES)
+    model(b["input_ids"], b["attention_mask"])  # grad mode: a graph is recorded, on the caller's thread
+    seen = []
+    handle = model.encoder.layer[0].register_forward_hook(lambda m, args, out: seen.append(args[0].shape[0]))
+    try:
+        _run(model, b)
+    finally:
+        handle.remove()
+    assert seen == [rows]  # a hook sees the whole batch, as it would in transformers
+    with OpProfiler():
+        _run(model, b)
+    assert layer_calls == [("MainThread", rows)] * 3
+    small = {k: v[:2, :8] for k, v in b.items()}  # two short rows: faster on one thread with a threaded BLAS
+    _run(model, small)
+    assert layer_calls[-1] == ("MainThread", 2)
+
+
+def test_chunks_follow_threads_work_and_switches(two_threads):
+    per_row = batch_threads.MIN_CHUNK_MACS
+    with seqlab.no_grad():
+        assert batch_threads.chunks(8, per_row) == 2
+        assert batch_threads.chunks(8, per_row / 4) == 2  # 2 MIN_CHUNK_MACS in all: two chunks
+        assert batch_threads.chunks(8, per_row / 8) == 1  # one chunk's work: no split
+        assert batch_threads.chunks(1, 100 * per_row) == 1
+        seqlab.set_num_threads(1)
+        assert batch_threads.chunks(8, per_row) == 1
+        seqlab.set_num_threads(2)
+        batch_threads.set_enabled(False)
+        assert not batch_threads.enabled() and batch_threads.chunks(8, per_row) == 1
+        batch_threads.set_enabled(True)
+    assert batch_threads.chunks(8, per_row) == 1  # grad mode
+
+
+def test_map_rows_joins_nested_results_and_raises_a_chunks_error(two_threads):
+    x = seqlab.tensor(np.arange(12, dtype=np.float32).reshape(6, 2))
+    mask = np.arange(6) % 2 == 0
+    names = []
+
+    def fn(t, m, flag):
+        names.append(threading.current_thread().name)
+        assert seqlab.is_grad_enabled() is False and flag == "as is"
+        return t * 2, [t[:, :1], None], t.sum(1), m
+
+    got = batch_threads.map_rows(fn, (x, mask, "as is"), 3)
+    assert sorted(names) == ["seqlab-rows_0", "seqlab-rows_1", "seqlab-rows_2"]
+    np.testing.assert_array_equal(got[0].numpy(), x.numpy() * 2)
+    np.testing.assert_array_equal(got[1][0].numpy(), x.numpy()[:, :1])
+    assert got[1][1] is None and isinstance(got[1], list)
+    np.testing.assert_array_equal(got[2].numpy(), x.numpy().sum(1))
+    np.testing.assert_array_equal(got[3], mask)
+
+    def fails(t):
+        if t.shape[0] and float(t.numpy()[0, 0]) > 0:
+            raise ValueError("second chunk")
+        return t
+
+    with pytest.raises(ValueError, match="second chunk"):
+        batch_threads.map_rows(fails, (x,), 2)
+    assert seqlab.get_num_threads() == 2 and get_blas_threads() in (2, None)
+
+
+def test_a_split_inside_a_split_runs_unsplit(two_threads):
+    x = seqlab.tensor(np.ones((4, 3), dtype=np.float32))
+    names = []
+
+    def inner(t):
+        names.append(threading.current_thread().name)
+        return t
+
+    with batch_threads._lock:  # another split is running: this call runs whole, on its own thread
+        batch_threads.map_rows(inner, (x,), 2)
+    assert names == [threading.current_thread().name]
+
+
+def _child(queue):
+    x = seqlab.tensor(np.arange(8, dtype=np.float32).reshape(4, 2))
+    queue.put(batch_threads.map_rows(lambda t: t + 1, (x,), 2).numpy().tolist())
+
+
+def test_a_forked_child_starts_its_own_workers(two_threads):
+    x = seqlab.tensor(np.zeros((4, 2), dtype=np.float32))
+    batch_threads.map_rows(lambda t: t, (x,), 2)  # the parent's workers exist now
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_child, args=(queue,))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0, "the child hung or failed on the parent's worker threads"
+    assert queue.get(timeout=5) == (np.arange(8).reshape(4, 2) + 1).tolist()
+
