@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from seqlab import backend
 from seqlab.autograd.function import is_grad_enabled, no_grad
 from seqlab.autograd.tensor import Tensor
 
@@ -43,6 +44,7 @@ MIN_CHUNK_MACS = 1 << 29
 _enabled = os.environ.get("SEQLAB_BATCH_THREADS", "1").strip() != "0"
 _lock = threading.Lock()  # one split at a time: the thread counts it sets are the process's
 _workers: _Workers | None = None  # see _workers_for
+_counts: _single_threaded | None = None  # the counts a split running now will put back (see _after_fork_in_child)
 
 
 def enabled() -> bool:
@@ -69,9 +71,12 @@ def chunks(rows: int, macs_per_row: float, modules: Iterable = ()) -> int:
     if n < 2 or profile._ACTIVE:
         return 1
     for module in modules:
-        if any(m.training or m.__dict__.get("_forward_hooks") or m.__dict__.get("_forward_pre_hooks")
-               for m in module.modules()):
-            return 1
+        for m in module.modules():
+            if m.training or m.__dict__.get("_forward_hooks") or m.__dict__.get("_forward_pre_hooks"):
+                return 1
+            # a model on the GPU: its inputs may still be NumPy's (moved by the embeddings), so map_rows cannot tell
+            if any(p is not None and backend.xp_of(p.data) is not np for p in m._parameters.values()):
+                return 1
     return n
 
 
@@ -82,13 +87,15 @@ def map_rows(fn: Callable, args: tuple, n: int) -> Any:
     The batch is the rows (dimension 0) of the first Tensor or array in `args`: every one with as many rows is
     cut, any other argument (a mask broadcast over the batch, a flag) goes whole to every chunk. `fn` returns a Tensor
     or array, or tuples and lists of those and of Nones. Unsplit (plain ``fn(*args)``) when `n` < 2, when an
-    array is not on the CPU, or while another split runs."""
-    if n < 2 or not all(isinstance(_array(a), np.ndarray) for a in args if _array(a) is not None):
+    array is not on the CPU, or while another split runs. A chunk's error is raised by the unsplit call, so
+    that its message is the batch's (which id is out of range, which shape is wrong), not a chunk's."""
+    arrays = [x for x in map(_array, args) if x is not None]
+    rows = next((x.shape[0] for x in arrays if x.ndim), 0)
+    if n < 2 or rows < 2 or any(backend.xp_of(x) is not np for x in arrays):
         return fn(*args)
     if not _lock.acquire(blocking=False):
         return fn(*args)
     try:
-        rows = next(_array(a).shape[0] for a in args if _array(a) is not None and _array(a).ndim)
         n = min(n, rows)
         cuts = np.linspace(0, rows, n + 1).astype(int)
         parts = [tuple(_rows(a, rows, lo, hi) for a in args) for lo, hi in zip(cuts[:-1], cuts[1:])]
@@ -106,10 +113,14 @@ def map_rows(fn: Callable, args: tuple, n: int) -> Any:
             _workers_for(n).run(work, n)
     finally:
         _lock.release()
-    for exc in errors:
-        if exc is not None:
-            raise exc
-    return _join(results)
+    failed = next((exc for exc in errors if exc is not None), None)
+    if failed is None:
+        return _join(results)
+    if not isinstance(failed, Exception):
+        raise failed
+    results[:] = errors[:] = []
+    failed = None  # the chunks' results and tracebacks are not kept through the call below
+    return fn(*args)  # raises the batch's error (or, had it been a chunk's alone, such as MemoryError, runs)
 
 
 class _Workers:
@@ -151,7 +162,10 @@ def _workers_for(n: int) -> _Workers:
 
 
 def _array(a):
-    return a.data if isinstance(a, Tensor) else a if isinstance(a, np.ndarray) else None
+    """The array of a Tensor, or a NumPy or CuPy array as it is; None for anything else."""
+    if isinstance(a, Tensor):
+        return a.data
+    return a if isinstance(a, np.ndarray) or backend.xp_of(a) is not np else None
 
 
 def _rows(a, rows: int, lo: int, hi: int):
@@ -169,7 +183,8 @@ def _join(parts: list):
     if isinstance(first, np.ndarray):
         return np.concatenate(parts)
     if isinstance(first, (tuple, list)):
-        return type(first)(_join(list(items)) for items in zip(*parts))
+        joined = [_join(list(items)) for items in zip(*parts)]
+        return type(first)(*joined) if hasattr(first, "_fields") else type(first)(joined)  # a namedtuple too
     if first is None:
         return None
     raise TypeError(f"map_rows: cannot join results of type {type(first).__name__}")
@@ -182,8 +197,10 @@ class _single_threaded:
         from seqlab import kernels, mkl
         from seqlab.blas import get_blas_threads, set_blas_threads
 
+        global _counts
         mkl.library()  # MKL's count is read once MKL is set up (where seqlab uses it)
         self._blas, self._kernels, self._mkl = get_blas_threads(), kernels._threads, mkl._threads
+        _counts = self  # before the counts change, so that a fork in between finds them to put back
         set_blas_threads(1)
         return self
 
@@ -191,7 +208,21 @@ class _single_threaded:
         from seqlab import kernels, mkl
         from seqlab.blas import set_blas_threads
 
+        global _counts
         if self._blas is not None:
             set_blas_threads(self._blas)
         mkl.set_mkl_threads(self._mkl)
         kernels.set_threads(self._kernels)
+        _counts = None
+
+
+def _after_fork_in_child() -> None:
+    """A child forked while another thread split a batch has none of its threads: the split's lock would stay
+    taken (no split ever again) and its single-thread counts would stay set; both are put back."""
+    global _lock, _counts
+    _lock = threading.Lock()
+    if _counts is not None:
+        _counts.__exit__()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -2,6 +2,7 @@
 transformers', only where nothing can tell, and the process's thread counts put back."""
 from __future__ import annotations
 
+import collections
 import multiprocessing
 import threading
 
@@ -190,13 +191,20 @@ def test_map_rows_joins_nested_results_and_raises_a_chunks_error(two_threads):
     np.testing.assert_array_equal(got[3], mask)
 
     def fails(t):
-        if t.shape[0] and float(t.numpy()[0, 0]) > 0:
-            raise ValueError("second chunk")
+        names.append(threading.current_thread().name)
+        if (t.numpy() > 8).any():  # in the second chunk only
+            raise ValueError(f"a value above 8 in {t.shape[0]} rows")
         return t
 
-    with pytest.raises(ValueError, match="second chunk"):
+    names.clear()
+    with pytest.raises(ValueError, match="in 6 rows"):  # the batch's message (rerun unsplit), not the chunk's
         batch_threads.map_rows(fails, (x,), 2)
+    assert sorted(names) == ["MainThread", "seqlab-rows_0", "seqlab-rows_1"]
     assert seqlab.get_num_threads() == 2 and get_blas_threads() in (2, None)
+    Pair = collections.namedtuple("Pair", "a b")
+    got = batch_threads.map_rows(lambda t: Pair(t, t[:, 0]), (x,), 2)  # a namedtuple is a tuple too
+    assert isinstance(got, Pair) and got.b.shape == (6,)
+    assert batch_threads.map_rows(lambda a, b: a + b, (3, 4), 2) == 7  # nothing to cut: one call
 
 
 def test_a_split_inside_a_split_runs_unsplit(two_threads):
@@ -228,3 +236,88 @@ def test_a_forked_child_starts_its_own_workers(two_threads):
     assert child.exitcode == 0, "the child hung or failed on the parent's worker threads"
     assert queue.get(timeout=5) == (np.arange(8).reshape(4, 2) + 1).tolist()
 
+
+
+def _tiny(cls=BertModel):
+    from seqlab.models.bert import BertConfig
+
+    seqlab.manual_seed(0)
+    return cls(BertConfig(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                          intermediate_size=64, max_position_embeddings=16)).eval()
+
+
+def test_a_model_on_the_device_runs_unsplit(cuda, two_threads, layer_calls, monkeypatch):
+    """A GPU model's ids on the device gave map_rows no rows it knew (StopIteration); its NumPy ids (which the
+    embeddings move) split the GPU model across threads."""
+    from seqlab import backend
+
+    monkeypatch.setattr(batch_threads, "MIN_CHUNK_MACS", 1)
+    ids = np.arange(24).reshape(4, 6) % 59 + 1
+    with seqlab.no_grad():
+        want = _tiny()(ids).last_hidden_state.numpy()
+        dev = _tiny().to("cuda")
+        del layer_calls[:]
+        for x in (ids, backend.to_device(ids, "cuda")):
+            got = dev(x).last_hidden_state
+            assert got.device == "cuda"
+            np.testing.assert_allclose(backend.to_numpy(got.data), want, rtol=1e-4, atol=1e-5)
+    assert layer_calls == [("MainThread", 4)] * 2
+
+
+def test_a_chunks_error_reads_as_the_batchs(two_threads, monkeypatch):
+    """A chunk's error is the unsplit call's: which id the message names, which shape; the next call splits."""
+    monkeypatch.setattr(batch_threads, "MIN_CHUNK_MACS", 1)
+    model = _tiny()
+    ids = np.ones((6, 5), np.int64)
+    ids[0, 0], ids[5, 0] = 70, 90  # one in each chunk: the batch's message names the larger
+    embeds = seqlab.tensor(np.zeros((6, 5, 16), np.float32))  # hidden size 16, not 32
+    with seqlab.no_grad():
+        with pytest.raises(IndexError, match="token id 90 is out of range"):
+            model(ids)
+        with pytest.raises(ValueError, match="6,5,16"):
+            model(inputs_embeds=embeds)
+        assert seqlab.get_num_threads() == 2 and seqlab.is_grad_enabled() is False
+        np.testing.assert_allclose(model(ids % 60).last_hidden_state.numpy(),
+                                   _unsplit(lambda: model(ids % 60)).last_hidden_state.numpy(), rtol=0, atol=1e-6)
+
+
+def _unsplit(call):
+    batch_threads.set_enabled(False)
+    try:
+        return call()
+    finally:
+        batch_threads.set_enabled(True)
+
+
+def test_masked_lm_calls_its_encoders_own_forward(two_threads, monkeypatch):
+    """An encoder whose forward is replaced (on the instance, or by a subclass) is called, split or not, as
+    before the split ran the encoder's work itself."""
+    from seqlab.models import BertForMaskedLM
+
+    monkeypatch.setattr(batch_threads, "MIN_CHUNK_MACS", 1)
+    mlm, calls = _tiny(BertForMaskedLM), []
+    real = mlm.bert.forward
+    mlm.bert.forward = lambda *a: calls.append(len(a)) or real(*a)
+    with seqlab.no_grad():
+        mlm(np.ones((4, 5), np.int64))
+        _unsplit(lambda: mlm(np.ones((4, 5), np.int64)))
+    assert calls == [7, 7]
+
+
+def _counts_in_child(queue):
+    queue.put((seqlab.get_num_threads(), get_blas_threads(), batch_threads._lock.locked()))
+
+
+def test_a_child_forked_during_a_split_gets_the_counts_back(two_threads):
+    """Forked while another thread splits (here: this one, holding the split's lock and counts), a child has no
+    split to finish: its lock was taken for good and its threads stayed at one."""
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    with batch_threads._lock, batch_threads._single_threaded():
+        assert seqlab.get_num_threads() == 1
+        child = ctx.Process(target=_counts_in_child, args=(queue,))
+        child.start()
+        child.join(60)
+    assert child.exitcode == 0
+    assert queue.get(timeout=5) == (2, 2 if get_blas_threads() is not None else None, False)
+    assert seqlab.get_num_threads() == 2 and not batch_threads._lock.locked()

@@ -316,7 +316,9 @@ class BertForMaskedLM(nn.Module, BertPreTrained):
                 ) -> MaskedLMOutput:
         args = (input_ids, attention_mask, token_type_ids, output_attentions, output_hidden_states, position_ids,
                 inputs_embeds)
-        if self.bert.__dict__.get("_forward_hooks") or self.bert.__dict__.get("_forward_pre_hooks"):
+        bert = self.bert
+        if (bert.__dict__.get("_forward_hooks") or bert.__dict__.get("_forward_pre_hooks") or "forward" in vars(bert)
+                or type(bert).forward is not BertModel.forward):  # a replaced or wrapped forward is called, as before
             out = self.bert(*args)  # its hooks run, on the whole batch
             logits = self.cls.predictions(out.last_hidden_state)  # (B, T, V)
         else:  # the head inside a split too (see BertModel._run)
