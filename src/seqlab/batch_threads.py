@@ -15,18 +15,20 @@ chunk has enough work to pay for its thread (`MIN_CHUNK_MACS`: small batches are
 every chunk repeats all of the Python per op). Each row's values are those of the unsplit call, up to the
 last bits of float32 rounding. `set_enabled(False)` or ``SEQLAB_BATCH_THREADS=0`` turns it off.
 
-The whole forward of a split model runs in the chunks (BertModel, and BertForMaskedLM with its head): a
-threaded product left before or after the split keeps OpenBLAS's idle worker spinning for ~0.1 s on the core
-a chunk needs, which made the split slower than none (GPT's blocks alone, with its vocabulary product after
-them, 1.02-1.3× the unsplit time; GPT is not split).
+The whole forward of a split model runs in the chunks (BertModel's, and BertForSequenceClassification's
+through it): a threaded product left before or after the split keeps OpenBLAS's idle worker spinning for
+~0.1 s on the core a chunk needs, which made the split slower than none (GPT's blocks alone, with its
+vocabulary product after them, 1.02-1.3× the unsplit time; GPT is not split). BertForMaskedLM is not split
+either: its vocabulary product would be left after the split, or its logits held twice while joined.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import queue
 import threading
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -34,7 +36,7 @@ from seqlab import backend
 from seqlab.autograd.function import is_grad_enabled, no_grad
 from seqlab.autograd.tensor import Tensor
 
-__all__ = ["MIN_CHUNK_MACS", "chunks", "enabled", "map_rows", "set_enabled"]
+__all__ = ["MIN_CHUNK_MACS", "chunks", "enabled", "map_rows", "set_enabled", "unsplit"]
 
 # a chunk's multiply-adds per layer below which it runs unsplit: about 300 tokens of MiniLM (384 hidden, 1,536
 # feed-forward), 75 of BERT-base. Measured on the 2-core EPYC (benchmarks/batch_threads.py, docs/results.md):
@@ -43,6 +45,7 @@ __all__ = ["MIN_CHUNK_MACS", "chunks", "enabled", "map_rows", "set_enabled"]
 MIN_CHUNK_MACS = 1 << 29
 _enabled = os.environ.get("SEQLAB_BATCH_THREADS", "1").strip() != "0"
 _lock = threading.Lock()  # one split at a time: the thread counts it sets are the process's
+_local = threading.local()  # `off`: how many `unsplit` blocks this thread is in
 _workers: _Workers | None = None  # see _workers_for
 _counts: _single_threaded | None = None  # the counts a split running now will put back (see _after_fork_in_child)
 
@@ -58,11 +61,22 @@ def set_enabled(flag: bool) -> None:
     _enabled = bool(flag)
 
 
+@contextlib.contextmanager
+def unsplit() -> Iterator[None]:
+    """Inside the block, this thread's calls run unsplit; other threads and the process's switch are left as
+    they are (BertForMaskedLM's encoder runs under it: see there)."""
+    _local.off = getattr(_local, "off", 0) + 1
+    try:
+        yield
+    finally:
+        _local.off -= 1
+
+
 def chunks(rows: int, macs_per_row: float, modules: Iterable = ()) -> int:
     """Into how many chunks to split `rows` rows, each costing `macs_per_row` multiply-adds per layer, on the
     threads set now; 1 means run unsplit. `modules`: those the split calls, which must all be in eval mode (in
     training, dropout would draw its masks on two threads) and carry no forward hook."""
-    if not _enabled or rows < 2 or is_grad_enabled():
+    if not _enabled or rows < 2 or is_grad_enabled() or getattr(_local, "off", 0):
         return 1
     from seqlab.autograd import profile
     from seqlab.runtime import get_num_threads

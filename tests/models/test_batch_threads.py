@@ -105,36 +105,49 @@ def test_split_with_inputs_embeds_and_position_ids(minilm_batch, two_threads, la
             model(b["input_ids"], position_ids=np.zeros((2, T), np.int64))  # the whole batch's shape, not a chunk's
 
 
-def test_masked_lm_runs_its_head_inside_the_split(minilm_batch, two_threads, layer_calls):
-    from seqlab.models import BertForMaskedLM
+def test_masked_lm_is_not_split_and_sequence_classification_is(minilm_batch, two_threads, layer_calls):
+    """BertForMaskedLM runs its encoder unsplit (its (B, T, vocabulary) logits would be held twice while the
+    chunks are joined); BertForSequenceClassification splits through its encoder. Both as unsplit."""
+    from seqlab.models import BertForMaskedLM, BertForSequenceClassification
 
     _, b = minilm_batch
+    rows = len(SENTENCES)
     mlm = BertForMaskedLM.from_pretrained("minilm").eval()  # the file has no MLM head: a fresh one, all the same
-    heads = []
-    real = mlm.cls.predictions.forward
-    mlm.cls.predictions.forward = lambda h: heads.append(threading.current_thread().name) or real(h)
+    clf = BertForSequenceClassification.from_pretrained("minilm", num_labels=3).eval()
     labels = np.where(b["attention_mask"] == 1, b["input_ids"], -100)
     with seqlab.no_grad():
         out = mlm(b["input_ids"], b["attention_mask"], labels=labels)
-        assert sorted(heads) == ["seqlab-rows_0", "seqlab-rows_1"]
+        assert layer_calls == [("MainThread", rows)]
+        logits = clf(b["input_ids"], b["attention_mask"]).logits
+        assert sorted(layer_calls[1:]) == [("seqlab-rows_0", rows // 2), ("seqlab-rows_1", rows - rows // 2)]
         batch_threads.set_enabled(False)
         try:
             one = mlm(b["input_ids"], b["attention_mask"], labels=labels)
+            one_logits = clf(b["input_ids"], b["attention_mask"]).logits
         finally:
             batch_threads.set_enabled(True)
-        assert heads[-1] == "MainThread"
-        seen = []
-        handle = mlm.bert.register_forward_hook(lambda m, args, o: seen.append(o.last_hidden_state.shape[0]))
-        try:
-            hooked = mlm(b["input_ids"], b["attention_mask"], labels=labels)
-        finally:
-            handle.remove()
-    assert seen == [len(SENTENCES)] and heads[-1] == "MainThread"  # a hook on the encoder: nothing split
-    for got in (out, hooked):
-        assert got.logits.shape == one.logits.shape == b["input_ids"].shape + (mlm.config.vocab_size,)
-        np.testing.assert_allclose(got.logits.numpy(), one.logits.numpy(), rtol=0, atol=1e-5)
-        np.testing.assert_allclose(got.loss.item(), one.loss.item(), rtol=1e-6)
-        np.testing.assert_allclose(got.last_hidden_state.numpy(), one.last_hidden_state.numpy(), rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(out.logits.numpy(), one.logits.numpy())
+    assert out.loss.item() == one.loss.item()
+    np.testing.assert_allclose(logits.numpy(), one_logits.numpy(), rtol=0, atol=1e-6)
+
+
+def test_unsplit_holds_for_its_thread_only(two_threads):
+    per_row = batch_threads.MIN_CHUNK_MACS
+    seen = []
+
+    def other():
+        with seqlab.no_grad():
+            seen.append(batch_threads.chunks(8, per_row))
+
+    with seqlab.no_grad():
+        with batch_threads.unsplit():
+            with batch_threads.unsplit():
+                assert batch_threads.chunks(8, per_row) == 1
+            assert batch_threads.chunks(8, per_row) == 1  # nested: still inside the outer block
+            t = threading.Thread(target=other)
+            t.start()
+            t.join()
+        assert seen == [2] and batch_threads.chunks(8, per_row) == 2
 
 
 def test_no_split_where_it_could_be_seen(minilm_batch, two_threads, layer_calls):

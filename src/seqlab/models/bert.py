@@ -207,16 +207,6 @@ class BertModel(nn.Module, BertPreTrained):
         """input_ids (B, T) ints; attention_mask (B, T), 1 = real token, 0 = padding (HF convention);
         token_type_ids (B, T): 0 for sentence A, 1 for sentence B. `inputs_embeds` (B, T, C) in place of
         input_ids' word embeddings, `position_ids` in place of 0 .. T-1 (transformers' options)."""
-        return self._run(input_ids, attention_mask, token_type_ids, output_attentions, output_hidden_states,
-                         position_ids, inputs_embeds)[0]
-
-    def _run(self, input_ids, attention_mask, token_type_ids, output_attentions, output_hidden_states, position_ids,
-             inputs_embeds, head: nn.Module | None = None, head_macs: int = 0, model: nn.Module | None = None
-             ) -> tuple[BaseModelOutput, Tensor | None]:
-        """forward's work, and ``head(last_hidden_state)`` when a head model (the MLM's) gives its `head`: then a
-        batch split across threads (seqlab.batch_threads) runs the head in each chunk too, so no threaded
-        product is left after the split (OpenBLAS's workers would spin on into the next call's split).
-        `head_macs`: the head's multiply-adds per token; `model`: the head model, whose modes and hooks decide."""
         ids, embeds, B, T = ids_or_embeds(input_ids, inputs_embeds)
         tt = None if token_type_ids is None else token_ids(token_type_ids, "token_type_ids")
         if tt is not None and tt.shape != (B, T):
@@ -230,19 +220,19 @@ class BertModel(nn.Module, BertPreTrained):
         if position_ids is not None and T <= self.embeddings.max_positions:  # checked for the whole batch, as
             position_ids = position_values(position_ids, B, T, self.embeddings.max_positions)  # (B or 1, T)
         C, inner = self.config.hidden_size, self.config.intermediate_size
-        n = batch_threads.chunks(B, T * (4 * C * C + 2 * C * inner + 2 * T * C + head_macs), [model or self])
-        h, pooled, attentions, hidden, head_out = batch_threads.map_rows(
-            self._rows, (ids, embeds, tt, position_ids, mask, output_attentions, output_hidden_states, head), n)
+        n = batch_threads.chunks(B, T * (4 * C * C + 2 * C * inner + 2 * T * C), [self])
+        h, pooled, attentions, hidden = batch_threads.map_rows(
+            self._rows, (ids, embeds, tt, position_ids, mask, output_attentions, output_hidden_states), n)
         return BaseModelOutput(last_hidden_state=h, pooler_output=pooled,
                                hidden_states=tuple(hidden) if output_hidden_states else None,
-                               attentions=tuple(attentions) if output_attentions else None), head_out
+                               attentions=tuple(attentions) if output_attentions else None)
 
-    def _rows(self, ids, embeds, tt, position_ids, mask, output_attentions: bool, output_hidden_states: bool,
-              head: nn.Module | None = None) -> tuple:
+    def _rows(self, ids, embeds, tt, position_ids, mask, output_attentions: bool, output_hidden_states: bool
+              ) -> tuple:
         """The model on a batch of rows (all of them, or a chunk on one thread; see forward): (last hidden
-        state, pooled or None, [weights per layer], [embeddings and each layer's output], head(h) or None). The
-        lists are filled only if asked for: under no_grad they would keep every layer alive. The whole forward
-        runs here, so a split call makes no threaded product, whose BLAS workers would spin into the next call."""
+        state, pooled or None, [weights per layer], [embeddings and each layer's output]). The lists are filled
+        only if asked for: under no_grad they would keep every layer alive. The whole forward runs here, so a
+        split call leaves no threaded product, whose BLAS workers would spin into the next call's split."""
         h = self.embeddings(ids, tt, position_ids, embeds)
         if mask is not None:
             mask = backend.to_device(mask, h.device)  # once, not in every layer's attention
@@ -253,8 +243,7 @@ class BertModel(nn.Module, BertPreTrained):
                 attentions.append(w)
             if output_hidden_states:
                 hidden.append(h)
-        return (h, self.pooler(h) if self.pooler is not None else None, attentions, hidden,
-                head(h) if head is not None else None)
+        return h, self.pooler(h) if self.pooler is not None else None, attentions, hidden
 
 
 class BertPredictionHeadTransform(nn.Module):
@@ -314,17 +303,14 @@ class BertForMaskedLM(nn.Module, BertPreTrained):
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, output_attentions: bool = False,
                 labels=None, output_hidden_states: bool = False, position_ids=None, inputs_embeds=None
                 ) -> MaskedLMOutput:
-        args = (input_ids, attention_mask, token_type_ids, output_attentions, output_hidden_states, position_ids,
-                inputs_embeds)
-        bert = self.bert
-        if (bert.__dict__.get("_forward_hooks") or bert.__dict__.get("_forward_pre_hooks") or "forward" in vars(bert)
-                or type(bert).forward is not BertModel.forward):  # a replaced or wrapped forward is called, as before
-            out = self.bert(*args)  # its hooks run, on the whole batch
-            logits = self.cls.predictions(out.last_hidden_state)  # (B, T, V)
-        else:  # the head inside a split too (see BertModel._run)
-            C = self.config.hidden_size
-            out, logits = self.bert._run(*args, head=self.cls.predictions, head_macs=C * (C + self.config.vocab_size),
-                                         model=self)
+        # never split across threads (seqlab.batch_threads): the chunks' logits, (rows, T, vocabulary) each,
+        # and their join would be held at once, twice the unsplit peak (332 against 171 MiB at MiniLM's 32 × 44);
+        # and a threaded vocabulary product after a split encoder keeps OpenBLAS's worker spinning into the next
+        # call's split (1.01-1.08× the unsplit time)
+        with batch_threads.unsplit():
+            out = self.bert(input_ids, attention_mask, token_type_ids, output_attentions, output_hidden_states,
+                            position_ids, inputs_embeds)
+        logits = self.cls.predictions(out.last_hidden_state)  # (B, T, V)
         loss = None
         if labels is not None:
             lab = token_ids(labels, "labels")
