@@ -18,6 +18,8 @@ import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from _cli import positive_int, run_main
+
 import numpy as np
 import torch
 
@@ -59,9 +61,9 @@ def _median_ms(fn, steps: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("name", choices=("encoder-train", "gpt-train"))
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=5)
-    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--threads", type=positive_int, default=2)
+    ap.add_argument("--steps", type=positive_int, default=5)
+    ap.add_argument("--rounds", type=positive_int, default=4)
     a = ap.parse_args()
     seqlab.set_num_threads(a.threads)
     torch.set_num_threads(a.threads)
@@ -129,4 +131,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -14,6 +14,8 @@ import statistics
 import time
 import warnings
 
+from _cli import check_data_dir, positive_int, run_main
+
 import numpy as np
 import torch
 
@@ -25,10 +27,11 @@ from seqlab.bench.bert_infer import make_inputs
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data-dir", default=None)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--threads", type=positive_int, default=1)
+    ap.add_argument("--rounds", type=positive_int, default=5)
+    ap.add_argument("--steps", type=positive_int, default=3)
     a = ap.parse_args()
+    check_data_dir(a.data_dir)
     seqlab.set_num_threads(a.threads)
     torch.set_num_threads(a.threads)
     pad = make_inputs(32, a.data_dir)["attention_mask"] == 0
@@ -73,4 +76,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -34,6 +34,11 @@ BAD_ARGUMENTS = [  # (script, arguments, words the message must contain): exit c
     ("ops.py", ["--threads", "abc"], ["--threads", "'abc'"]),
     ("ops.py", ["--threads", "1,0"], ["--threads"]),
     ("ops.py", ["--threads=-2"], ["--threads"]),
+    ("batch_threads.py", ["--threads", "0"], ["--threads", ">= 1"]),
+    ("batch_threads.py", ["--rounds", "x"], ["--rounds", "'x'"]),
+    ("data_parallel_threads.py", ["gpt-train", "--threads", "0"], ["--threads", ">= 1"]),
+    ("data_parallel_threads.py", ["bogus"], ["bogus", "encoder-train"]),
+    ("padding_fast_path.py", ["--steps", "0"], ["--steps", ">= 1"]),
     ("distributed.py", ["--rounds", "0"], ["--rounds"]),
     ("distributed.py", ["--nproc", "0"], ["--nproc"]),
     ("distributed.py", ["--steps", "2", "--warmup", "2"], ["--steps", "--warmup"]),
@@ -75,6 +80,7 @@ RUNTIME_ERRORS = [  # (script, arguments, words): exit code 1, one `error:` line
     ("engine_ab.py", ["bert-infer", "--data-dir", MISSING], [MISSING]),
     ("gemm_in_step.py", ["bert-infer", "--data-dir", MISSING], [MISSING]),
     ("distributed.py", ["--data-dir", MISSING], [MISSING]),
+    ("padding_fast_path.py", ["--data-dir", MISSING], [MISSING]),
     ("shakespeare_train.py", ["--data-dir", MISSING], [MISSING, "tinyshakespeare"]),
 ]
 
