@@ -36,7 +36,7 @@ from seqlab import backend
 from seqlab.autograd.function import is_grad_enabled, no_grad
 from seqlab.autograd.tensor import Tensor
 
-__all__ = ["MIN_CHUNK_MACS", "chunks", "enabled", "map_rows", "set_enabled", "unsplit"]
+__all__ = ["MIN_CHUNK_MACS", "chunks", "enabled", "map_rows", "set_enabled", "settled", "unsplit"]
 
 # a chunk's multiply-adds per layer below which it runs unsplit: about 300 tokens of MiniLM (384 hidden, 1,536
 # feed-forward), 75 of BERT-base. Measured on the 2-core EPYC (benchmarks/batch_threads.py, docs/results.md):
@@ -70,6 +70,18 @@ def unsplit() -> Iterator[None]:
         yield
     finally:
         _local.off -= 1
+
+
+@contextlib.contextmanager
+def settled() -> Iterator[None]:
+    """Waits for a split running on another thread to put the process's thread counts back, and holds off
+    the next one inside the block: `seqlab.set_num_threads` sets its count in here, so a split's restore
+    cannot overwrite it. On a split's own worker thread it waits for nothing (it would wait for itself)."""
+    if threading.current_thread().name.startswith("seqlab-rows"):
+        yield
+        return
+    with _lock:
+        yield
 
 
 def chunks(rows: int, macs_per_row: float, modules: Iterable = ()) -> int:

@@ -16,11 +16,13 @@ _matmul_precision = "highest"
 
 def set_num_threads(n: int) -> None:
     """Run NumPy's BLAS and seqlab's compiled kernels on `n` threads (torch's intra-op threads)."""
+    from seqlab import batch_threads
     from seqlab.blas import set_blas_threads
 
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"set_num_threads takes an int >= 1, got {n!r}")
-    set_blas_threads(n)
+    with batch_threads.settled():  # not while a batch split on another thread holds its own counts
+        set_blas_threads(n)
 
 
 def get_num_threads() -> int:

@@ -334,3 +334,31 @@ def test_a_child_forked_during_a_split_gets_the_counts_back(two_threads):
     assert child.exitcode == 0
     assert queue.get(timeout=5) == (2, 2 if get_blas_threads() is not None else None, False)
     assert seqlab.get_num_threads() == 2 and not batch_threads._lock.locked()
+
+
+def test_set_num_threads_during_a_split_is_not_undone_by_it(two_threads):
+    """A user thread's seqlab.set_num_threads waits for a split running on another thread to put its counts
+    back, so the split's restore cannot overwrite the new count."""
+    x = seqlab.tensor(np.ones((4, 3), dtype=np.float32))
+    inside, release = threading.Event(), threading.Event()
+
+    def slow(t):
+        inside.set()
+        release.wait(10)
+        return t
+
+    def split():
+        with seqlab.no_grad():
+            batch_threads.map_rows(slow, (x,), 2)
+
+    splitter = threading.Thread(target=split)
+    splitter.start()
+    assert inside.wait(10)
+    setter = threading.Thread(target=seqlab.set_num_threads, args=(3,))
+    setter.start()
+    setter.join(0.3)
+    assert setter.is_alive()  # waiting for the split
+    release.set()
+    splitter.join(10)
+    setter.join(10)
+    assert not setter.is_alive() and seqlab.get_num_threads() == 3
