@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 from _cli import positive_int, run_main
 
@@ -24,19 +23,11 @@ import transformers
 
 import seqlab
 from seqlab import batch_threads
+from seqlab.bench.harness import median_wall_ms
 from seqlab.hub.pretrained import resolve
 from seqlab.models import BertModel
 
 SIZES = [(2, 8), (4, 16), (8, 16), (8, 44), (16, 44), (32, 44), (32, 128), (64, 64)]
-
-
-def _median_ms(fn, calls: int) -> float:
-    times = []
-    for _ in range(calls):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -94,7 +85,7 @@ def main() -> None:
             rounds = {k: [] for k in fns}
             for _ in range(a.rounds):
                 for k, fn in fns.items():
-                    rounds[k].append(_median_ms(fn, calls))
+                    rounds[k].append(median_wall_ms(fn, calls))
             med.update({k: statistics.median(v) for k, v in rounds.items()})
         real = mask.astype(bool)
         diff = float(np.abs(split().numpy()[real] - hf().numpy()[real]).max())

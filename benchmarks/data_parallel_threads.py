@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 from _cli import positive_int, run_main
@@ -25,6 +24,7 @@ import torch
 
 import seqlab
 from seqlab import functional as F
+from seqlab.bench.harness import median_wall_ms
 from seqlab.blas import set_blas_threads
 
 
@@ -47,15 +47,6 @@ def _gpt_train():
     x, y = gpt_train.make_batch(c)
     loss = lambda s: F.cross_entropy(model(x[s]).logits.reshape(-1, c.vocab_size), y[s].reshape(-1))  # noqa: E731
     return model, torch_step, x.shape[0], loss, dict(lr=c.lr, betas=c.betas, weight_decay=c.weight_decay)
-
-
-def _median_ms(fn, steps: int) -> float:
-    times = []
-    for _ in range(steps):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -112,10 +103,10 @@ def main() -> None:
     times = {"plain": [], "split": [], "torch": []}
     for _ in range(a.rounds):
         for k, fn in (("plain", plain_step), ("split", split_step), ("torch", torch_step)):
-            times[k].append(_median_ms(fn, a.steps))
+            times[k].append(median_wall_ms(fn, a.steps))
     med = {k: statistics.median(v) for k, v in times.items()}
     seqlab.set_num_threads(1)
-    one = _median_ms(plain_step, a.steps)
+    one = median_wall_ms(plain_step, a.steps)
     print(f"{a.threads} threads, median of {a.rounds} rounds of {a.steps} steps:")
     print(f"  seqlab plain {med['plain']:.1f} ms, split {med['split']:.1f} ms ({med['split'] / med['plain']:.2f}×), "
           f"torch {med['torch']:.1f} ms")

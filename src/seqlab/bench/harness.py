@@ -143,6 +143,16 @@ def _clock(fn: Callable[[], None], inner: int, cpu: list | None = None) -> float
     return (time.perf_counter() - start) / inner
 
 
+def median_wall_ms(fn: Callable[[], object], calls: int) -> float:
+    """The median wall time of `calls` calls of fn, in ms, each timed alone."""
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
 def synced(fn: Callable[[], object], sync: Callable[[], None] | None) -> Callable[[], None]:
     """`fn` followed by `sync()` (a device synchronize), so a timer around it measures the GPU's work,
     not only the launch of its kernels; `fn` itself when `sync` is None (CPU)."""
