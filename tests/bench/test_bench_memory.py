@@ -125,3 +125,16 @@ def test_memory_that_worker_threads_used_is_counted():
     assert "error" not in one and "error" not in two, (one, two)
     assert one["step_peak_bytes"] > 8 << 20
     assert two["step_peak_bytes"] > 0.5 * one["step_peak_bytes"], (one["step_peak_bytes"], two["step_peak_bytes"])
+
+
+def test_main_run_by_hand_measures_on_one_arena_too(monkeypatch, capsys):
+    calls = []
+    monkeypatch.setattr(memory, "measure_in_subprocess", lambda *a: calls.append(("subprocess", a)) or {"ok": 1})
+    monkeypatch.setattr(memory, "measure", lambda *a: calls.append(("here", a)) or {"ok": 2})
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    memory.main(["--name", "gpt-train", "--side", "seqlab", "--steps", "1"])
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "1")  # as measure_in_subprocess runs it
+    memory.main(["--name", "gpt-train", "--side", "seqlab", "--steps", "1"])
+    assert [where for where, _ in calls] == ["subprocess", "here"]
+    assert calls[0][1] == ("gpt-train", "seqlab", 1, None, None)
+    assert capsys.readouterr().out.splitlines() == ['{"ok": 1}', '{"ok": 2}']

@@ -21,7 +21,8 @@ apart, one process per (benchmark, library), the same way for both:
 `compare` repeats this in three processes per library and reports medians:
 where the allocator puts things moves a process's peak by about 1 MiB. The
 processes run glibc's malloc on one arena (`ONE_ARENA`), so memory that other
-threads used is handed back before step 3 too.
+threads used is handed back before step 3 too; `python -m seqlab.bench.memory`
+run by hand measures in such a process as well.
 
 Linux only (the high-water mark comes from /proc); elsewhere the peaks are None.
 """
@@ -194,6 +195,9 @@ def main(argv=None) -> None:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--data-dir", default=None)
     a = p.parse_args(argv)
+    if os.environ.get("MALLOC_ARENA_MAX") != ONE_ARENA["MALLOC_ARENA_MAX"]:  # run by hand: measured as `compare`
+        print(json.dumps(measure_in_subprocess(a.name, a.side, a.steps, a.threads, a.data_dir)))  # does it
+        return
     print(json.dumps(measure(a.name, a.side, a.steps, a.threads, a.data_dir)))
 
 
