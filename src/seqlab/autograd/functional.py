@@ -374,6 +374,19 @@ def _scalar_output(func, inputs: tuple, strict: bool, fn_name: str):
     return is_outputs_tuple, outputs
 
 
+def _gradient_of_scalar(func, inputs, v, create_graph: bool, strict: bool, fn_name: str) -> tuple:
+    """vhp's and hvp's common start, inside enable_grad: the inputs (as a tuple, with a graph), v, the scalar
+    output of func and its gradient with a graph (the Jacobian); (is_inputs_tuple, inputs, v,
+    is_outputs_tuple, outputs, jac)."""
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
+    inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+    v = _v_or_scalar(v, inputs, is_inputs_tuple, create_graph, fn_name, _V_NONE_INPUT)
+    is_outputs_tuple, outputs = _scalar_output(func, inputs, strict, fn_name)
+    jac = _autograd_grad(outputs, inputs, create_graph=True)
+    _check_requires_grad(jac, "jacobian", strict=strict)
+    return is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac
+
+
 def vhp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """(func(*inputs), v · H): the vector-Hessian product of the scalar function `func`, as
     torch.autograd.functional.vhp (a backward through the gradient, which has a graph). `v` has the inputs'
@@ -381,12 +394,8 @@ def vhp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     `inputs` is.
     """
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        v = _v_or_scalar(v, inputs, is_inputs_tuple, create_graph, "vhp", _V_NONE_INPUT)
-        is_outputs_tuple, outputs = _scalar_output(func, inputs, strict, "vhp")
-        jac = _autograd_grad(outputs, inputs, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict=strict)
+        is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac = _gradient_of_scalar(func, inputs, v, create_graph,
+                                                                                         strict, "vhp")
     return _last_backward(outputs, is_outputs_tuple, jac, inputs, v, inputs, is_inputs_tuple, strict, create_graph,
                           "double_back")
 
@@ -398,12 +407,8 @@ def hvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     Returns (output, hvp), hvp a Tensor or a tuple as `inputs` is.
     """
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        v = _v_or_scalar(v, inputs, is_inputs_tuple, create_graph, "hvp", _V_NONE_INPUT)
-        is_outputs_tuple, outputs = _scalar_output(func, inputs, strict, "hvp")
-        jac = _autograd_grad(outputs, inputs, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict=strict)
+        is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac = _gradient_of_scalar(func, inputs, v, create_graph,
+                                                                                         strict, "hvp")
         grad_jac = tuple(_zeros_like(inp).requires_grad_(True) for inp in inputs)
         double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict=strict)
