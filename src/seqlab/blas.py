@@ -120,15 +120,22 @@ def openblas_kernels() -> str | None:
 def blas_threads(n: int | None) -> Iterator[int | None]:
     """NumPy's BLAS on `n` threads inside the block, the previous count put back after (None: unchanged).
 
-    Yields the count in force, or None where the BLAS has no known setter.
+    Yields the count in force, or None where the BLAS has no known setter. Both changes wait for a batch
+    split running on another thread to put its counts back (`seqlab.batch_threads.settled`), as
+    `seqlab.set_num_threads` does, so the split's restore cannot undo them.
     """
+    from seqlab.batch_threads import settled
+
     if n is not None and n < 1:
         raise ValueError(f"BLAS threads must be >= 1, got {n}")
-    before = get_blas_threads()
-    if n is None or before is None or not set_blas_threads(n):
+    with settled():
+        before = get_blas_threads()
+        changed = n is not None and before is not None and set_blas_threads(n)
+    if not changed:
         yield before
         return
     try:
         yield get_blas_threads()
     finally:
-        set_blas_threads(before)
+        with settled():
+            set_blas_threads(before)

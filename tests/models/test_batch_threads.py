@@ -13,7 +13,7 @@ from test_bert import SENTENCES
 import seqlab
 from seqlab import batch_threads, kernels
 from seqlab.autograd.profile import OpProfiler
-from seqlab.blas import get_blas_threads, set_blas_threads
+from seqlab.blas import blas_threads, get_blas_threads, set_blas_threads
 from seqlab.models import BertModel
 
 
@@ -362,3 +362,37 @@ def test_set_num_threads_during_a_split_is_not_undone_by_it(two_threads):
     splitter.join(10)
     setter.join(10)
     assert not setter.is_alive() and seqlab.get_num_threads() == 3
+
+
+def test_blas_threads_block_during_a_split_is_not_undone_by_it(two_threads):
+    """seqlab.blas.blas_threads, entered on a user thread while a split runs on another, waits for the split
+    to put its counts back before it sets its own, and its own count holds inside the block."""
+    if get_blas_threads() is None:
+        pytest.skip("NumPy's BLAS exports no thread-count setter here")
+    x = seqlab.tensor(np.ones((4, 3), dtype=np.float32))
+    inside, release, seen = threading.Event(), threading.Event(), []
+
+    def slow(t):
+        inside.set()
+        release.wait(10)
+        return t
+
+    def split():
+        with seqlab.no_grad():
+            batch_threads.map_rows(slow, (x,), 2)
+
+    def user():
+        with blas_threads(3):
+            seen.append(get_blas_threads())
+
+    splitter = threading.Thread(target=split)
+    splitter.start()
+    assert inside.wait(10)
+    other = threading.Thread(target=user)
+    other.start()
+    other.join(0.3)
+    assert other.is_alive() and not seen  # waiting for the split
+    release.set()
+    splitter.join(10)
+    other.join(10)
+    assert seen == [3] and get_blas_threads() == 2 and not batch_threads._lock.locked()
