@@ -131,6 +131,29 @@ def test_nll_loss_nd_layout():
                  lambda x, t: TF.nll_loss(TF.log_softmax(x, 1), t, reduction=red), [(2, 4, 3), tgt])
 
 
+@pytest.mark.parametrize("lp_shape, tgt_shape", [((4, 3), (2,)), ((4, 3), (4, 1)), ((2, 3, 4), (2, 3)),
+                                                   ((2, 3, 4), (2,)), ((3,), (2,))])
+def test_nll_loss_refuses_a_target_of_the_wrong_shape_like_torch(lp_shape, tgt_shape):
+    """The (B, T, C) vs (B, C, T) slip: torch refuses, where a gather on the flattened rows would read a prefix."""
+    lp = np.log(np.full(lp_shape, 1 / 3, np.float32))
+    tgt = np.zeros(tgt_shape, np.int64)
+    with pytest.raises(ValueError, match=r"nll_loss: log_probs of shape .* need a target of shape"):
+        F.nll_loss(seqlab.tensor(lp), tgt)
+    with pytest.raises((ValueError, RuntimeError)):
+        TF.nll_loss(torch.from_numpy(lp), torch.from_numpy(tgt))
+    with pytest.raises(ValueError, match="need a target of shape"):
+        seqlab.nn.NLLLoss()(seqlab.tensor(lp), seqlab.tensor(tgt))
+
+
+@pytest.mark.parametrize("tgt", [np.int64(1), np.array([1])])
+def test_nll_loss_on_one_unbatched_row_is_a_scalar_like_torch(tgt):
+    lp = np.log(np.array([0.2, 0.5, 0.3], np.float32))
+    ours = F.nll_loss(seqlab.tensor(lp), np.asarray(tgt), reduction="none")
+    theirs = TF.nll_loss(torch.from_numpy(lp), torch.as_tensor(tgt), reduction="none")
+    assert tuple(ours.shape) == tuple(theirs.shape) == ()
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+
+
 def test_nll_loss_rejects_out_of_range_targets_like_torch():
     """A target below 0 or >= C that is not ignore_index raises IndexError naming it and C, where torch raises
     too (-1 used to pick class C-1 by negative indexing); ignore_index itself, even -1, stays allowed."""

@@ -413,7 +413,13 @@ def nll_loss(log_probs: Tensor, target, weight=None, *, ignore_index: int = -100
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     out_shape = tuple(tgt.shape)
-    _check_targets(tgt, lp.shape[1] if lp.ndim >= 2 else lp.shape[0], ignore_index)
+    if lp.ndim == 1 and tgt.size == 1:  # (C,) log-probabilities with a () target: a () loss, as torch
+        lp, tgt, out_shape = lp.reshape(1, -1), tgt.reshape(1), ()
+    expected = (lp.shape[0],) + tuple(lp.shape[2:]) if lp.ndim >= 2 else ()
+    if lp.ndim < 2 or tuple(tgt.shape) != expected:  # torch: "Expected input batch_size (4) to match ..."
+        raise ValueError(f"nll_loss: log_probs of shape {tuple(lp.shape)} need a target of shape {expected}, "
+                         f"got {tuple(tgt.shape)}")
+    _check_targets(tgt, lp.shape[1], ignore_index)
     if lp.ndim > 2:  # (N, C, d...) -> (N·d..., C)
         lp = lp.permute((0,) + tuple(range(2, lp.ndim)) + (1,)).reshape(-1, lp.shape[1])
     tgt = tgt.reshape(-1)
