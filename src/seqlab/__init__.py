@@ -9,12 +9,11 @@ import math as _math
 from seqlab import backend, runtime
 from seqlab.autograd import (Function, Tensor, enable_grad, inference_mode, is_grad_enabled, no_grad,
                              set_grad_enabled)
-from seqlab.creation import (abs, arange, argmax, argmin, argsort, bmm, cat, clamp, clip, cos, cumsum, empty,
-                             empty_like, exp, eye, flatten, from_numpy, full, full_like, is_tensor, log,
-                             log_softmax, matmul, max, maximum, mean, min, minimum, mm, numel, ones, ones_like,
-                             permute, pow, prod, relu, repeat_interleave, reshape, sigmoid, sin, softmax, sort,
-                             sqrt, squeeze, stack, sum, tanh, tensor, topk, transpose, tril, triu, unsqueeze,
-                             where, zeros, zeros_like)
+from seqlab.creation import (abs, arange, as_tensor, argmax, argmin, argsort, bmm, cat, clamp, clip, cos, cumsum, empty,
+                             empty_like, exp, eye, flatten, from_numpy, full, full_like, is_tensor, log, log_softmax,
+                             matmul, max, maximum, mean, min, minimum, mm, numel, ones, ones_like, permute, pow, prod,
+                             relu, repeat_interleave, reshape, sigmoid, sin, softmax, sort, sqrt, squeeze, stack, sum,
+                             tanh, tensor, topk, transpose, tril, triu, unsqueeze, where, zeros, zeros_like)
 from seqlab.sampling import (bernoulli, multinomial, normal, rand, rand_like, randint, randint_like, randn,
                              randn_like, randperm)
 from seqlab.autograd.ops.einsum import einsum
@@ -38,6 +37,11 @@ from seqlab.autograd.tensor_math import (absolute, acos, allclose, arccos, arcsi
                                          lt, nan_to_num, ne, negative, not_equal, remainder, round, sgn, sign,
                                          signbit, sinh, square, true_divide, trunc, xlogy)
 from seqlab.random import Generator, manual_seed
+from seqlab import toplevel as _toplevel
+from seqlab.toplevel import (add, all, any, clone, concat, concatenate, cosine_similarity, div, divide,
+                             get_rng_state, hstack, isin, masked_fill, mul, multiply, neg, norm, reciprocal, rsqrt,
+                             set_rng_state, std, sub, subtract, t, tan, tensordot, tril_indices, triu_indices, var,
+                             vstack)
 from seqlab.typeinfo import TENSOR_TYPES as _TENSOR_TYPES
 from seqlab.typeinfo import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor,
                              LongTensor, ShortTensor, Size, finfo, get_default_dtype, iinfo, set_default_dtype)
@@ -74,7 +78,7 @@ inf, nan, pi, e, newaxis = _math.inf, _math.nan, _math.pi, _math.e, None  # Pyth
 __all__ = [
     "Tensor", "Function", "no_grad", "enable_grad", "is_grad_enabled", "set_grad_enabled", "inference_mode",
     "manual_seed",
-    "tensor", "zeros", "ones", "full", "arange", "randn", "rand", "cat", "stack", "where", "maximum",
+    "tensor", "as_tensor", "zeros", "ones", "full", "arange", "randn", "rand", "cat", "stack", "where", "maximum",
     "zeros_like", "ones_like", "full_like", "eye", "from_numpy", "randint", "multinomial",
     "exp", "log", "sqrt", "abs", "tanh", "sigmoid", "relu", "softmax", "log_softmax", "argmax", "argmin",
     "topk", "sort", "argsort", "cumsum", "matmul", "mm", "bmm", "tril", "triu",
@@ -89,5 +93,7 @@ __all__ = [
     "Generator", "empty_like", "rand_like", "randn_like", "randint_like", "randperm", "bernoulli",
     *_TENSOR_TYPES,
 ]
+# torch's top-level arithmetic, norms, stacking, rng state (all and any stay out of __all__: builtins' names)
+__all__ += [n for n in _toplevel.__all__ if n not in ("all", "any") and n not in __all__]
 # torch's top-level math, selection and linear algebra (round stays out of __all__: it shadows the builtin)
 __all__ += [n for n in _MATH_TOPLEVEL + _INDEXING_TOPLEVEL if n != "round" and n not in __all__]

@@ -18,7 +18,33 @@ def _dtype(dtype):
 
 
 def tensor(data, dtype=None, requires_grad: bool = False, device: str | None = None) -> Tensor:
-    return Tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
+    """A new leaf tensor holding a copy of `data` (a list, number, array or tensor), as torch.tensor, which
+    always copies: writing to the result never changes the array or tensor it came from. `as_tensor` and
+    `from_numpy` share memory instead. (The `Tensor(...)` constructor, which hot paths use, does not copy.)"""
+    src = data.data if isinstance(data, Tensor) else data
+    out = Tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
+    if hasattr(src, "shape") and hasattr(src, "dtype") and _may_share_memory(out.data, src):
+        out.data = out.data.copy(order="K")  # the layout kept (a transposed array stays F-ordered: same BLAS path)
+    return out
+
+
+def _may_share_memory(arr, src) -> bool:
+    """Whether `arr` (made from the array `src`) may be `src`'s memory: not when it is on another device."""
+    xp = backend.xp_of(arr)
+    if xp is not np and backend.xp_of(src) is not xp:
+        return False
+    may = getattr(xp, "may_share_memory", None)
+    return True if may is None else bool(may(arr, src))
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """torch.as_tensor: `data` as a tensor, sharing its memory where no conversion is needed. A tensor of
+    that dtype and device is returned itself (else `data.to(device, dtype)`, which autograd records); a
+    NumPy (or CuPy) array of that dtype on that device is shared, as `from_numpy`; lists, numbers and
+    arrays that need another dtype or device give a new tensor."""
+    if isinstance(data, Tensor):
+        return data.to(device=device, dtype=dtype)
+    return Tensor(data, dtype=dtype, device=device)
 
 
 def _shape(shape, size=None, name: str = "zeros"):

@@ -30,7 +30,18 @@ def _set_enabled(mode: bool) -> None:
 
 
 class no_grad:
-    """Context manager (and decorator) that records no graph, as `torch.no_grad`."""
+    """Context manager (and decorator) that records no graph, as `torch.no_grad`. As a decorator it is
+    written `@no_grad()` or bare, `@no_grad` (torch 2's), and so are `enable_grad` and `inference_mode`."""
+
+    _bare_decorator = True  # set_grad_enabled(mode) needs its mode: not a decorator without parentheses
+
+    def __new__(cls, *args, **kwargs):
+        if cls._bare_decorator and len(args) == 1 and not kwargs and callable(args[0]):
+            return cls()(args[0])  # `@no_grad` on a function: the function wrapped, as `@no_grad()` gives
+        return super().__new__(cls)
+
+    def __init__(self) -> None:
+        pass
 
     def __enter__(self):
         self._prev = is_grad_enabled()
@@ -64,6 +75,8 @@ class enable_grad(no_grad):
 class set_grad_enabled(no_grad):
     """As `torch.set_grad_enabled(mode)`: switches recording on or off at once, and used in a ``with``
     (``with set_grad_enabled(phase == "train"):``) or as a decorator puts the previous mode back after."""
+
+    _bare_decorator = False
 
     def __init__(self, mode: bool) -> None:
         self._prev, self.mode = is_grad_enabled(), bool(mode)

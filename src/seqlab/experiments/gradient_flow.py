@@ -74,7 +74,7 @@ def gradient_ratios(name: str, distance: int = 200, hidden: int = 64, input_size
     seqlab.manual_seed(seed)
     cell = make_cell(name, input_size, hidden, distance, rng)
     T = distance + 1
-    x = seqlab.tensor(rng.standard_normal((sequences, T, input_size)) * input_scale, dtype=np.float64)
+    x = seqlab.as_tensor(rng.standard_normal((sequences, T, input_size)) * input_scale, dtype=np.float64)
     h = seqlab.zeros(sequences, hidden, dtype=np.float64)
     c = seqlab.zeros(sequences, hidden, dtype=np.float64)
     states = []
@@ -85,7 +85,7 @@ def gradient_ratios(name: str, distance: int = 200, hidden: int = 64, input_size
             h = cell(x[:, t], h)
         h.retain_grad()
         states.append(h)
-    v = seqlab.tensor(rng.standard_normal((sequences, hidden)), dtype=np.float64)
+    v = seqlab.as_tensor(rng.standard_normal((sequences, hidden)), dtype=np.float64)
     (states[-1] * v).sum().backward()
     norms = np.array([np.linalg.norm(states[T - 1 - d].grad, axis=1).mean() for d in range(T)])  # (T,)
     return norms / norms[1]
@@ -115,8 +115,8 @@ def exploding_training(clip: float | None, steps: int = 200, length: int = 50, h
             for row in marks:
                 row[rng.choice(length, 2, replace=False)] = 1.0
             x = np.stack([vals, marks], -1).astype(np.float32)                  # (B, T, 2)
-            y = seqlab.tensor((vals * marks).sum(1).astype(np.float32))           # (B,)
-            _, h_n = rnn(seqlab.tensor(x))
+            y = seqlab.as_tensor((vals * marks).sum(1).astype(np.float32))        # (B,)
+            _, h_n = rnn(seqlab.as_tensor(x))
             loss = ((head(h_n[0]).squeeze(-1) - y) ** 2).mean()
             for p in params:
                 p.grad = None
