@@ -17,7 +17,8 @@ class Adam(Optimizer):
     Adam adds weight decay to the gradient (L2); AdamW decays the weights
     directly, θ ← θ(1 − lr·wd), before the update. `amsgrad` (Reddi et al.
     2018, torch's option) divides by the running maximum of v instead of v,
-    so the step size never grows back. With Numba, float32
+    so the step size never grows back. `maximize` ascends: the gradient is
+    negated first (torch's order), before weight decay and both moments. With Numba, float32
     parameters take one compiled pass (`seqlab.kernels.adam`) that gives
     `_update`'s values bitwise.
     """
@@ -28,12 +29,12 @@ class Adam(Optimizer):
                  weight_decay: float = 0.0, amsgrad: bool = False, *, foreach: bool | None = None,
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False,
                  fused: bool | None = None):
-        check_implementation_flags(type(self).__name__, maximize=maximize, differentiable=differentiable)
+        check_implementation_flags(type(self).__name__, differentiable=differentiable)
         if (not isinstance(betas, (tuple, list)) or len(betas) != 2
                 or not all(isinstance(b, (int, float)) and 0 <= b < 1 for b in betas)):
             raise ValueError(f"{type(self).__name__}: betas must be two numbers in [0, 1), got {betas!r}")
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                                      amsgrad=bool(amsgrad)))
+                                      amsgrad=bool(amsgrad), maximize=bool(maximize)))
 
     def step(self, closure=None):
         """One update; `closure` (torch's): recomputes the loss and its gradients first, and is returned."""
@@ -42,9 +43,11 @@ class Adam(Optimizer):
             # Python floats: NumPy then rounds each constant to the parameters' float32 (on NumPy 1 and 2
             # alike, and as the compiled kernel does), where a NumPy float64 would compute in float64 on NumPy 2
             lr, b1, b2, eps, wd = map(float, (group["lr"], *group["betas"], group["eps"], group["weight_decay"]))
+            maximize = group.get("maximize", False)
             for p in group["params"]:
                 if p.grad is None:
                     continue
+                grad = -p.grad if maximize else p.grad  # ascending f descends −f, compiled kernel or not
                 state = self.state.setdefault(id(p), {})
                 if not state:
                     xp = xp_of(p.data)
@@ -57,13 +60,13 @@ class Adam(Optimizer):
                 t = state["step"]
                 consts = (lr, b1, b2, eps, wd, 1 - b1 ** t, math.sqrt(1 - b2 ** t))
                 if group.get("amsgrad"):  # the plain formula with the running maximum (no compiled kernel)
-                    arrays = (p.data, p.grad, state["exp_avg"], state["exp_avg_sq"], state["max_exp_avg_sq"])
+                    arrays = (p.data, grad, state["exp_avg"], state["exp_avg_sq"], state["max_exp_avg_sq"])
                     for pb, gb, mb, vb, vmax in _blocks(*arrays):
                         self._update(pb, gb, mb, vb, self._scratch(mb), *consts, vmax=vmax)
                     continue
-                if kernels.adam(p.data, p.grad, state["exp_avg"], state["exp_avg_sq"], self._kernel_consts(*consts)):
+                if kernels.adam(p.data, grad, state["exp_avg"], state["exp_avg_sq"], self._kernel_consts(*consts)):
                     continue  # compiled: the formula below in one pass, bitwise (seqlab.kernels)
-                for pb, gb, mb, vb in _blocks(p.data, p.grad, state["exp_avg"], state["exp_avg_sq"]):
+                for pb, gb, mb, vb in _blocks(p.data, grad, state["exp_avg"], state["exp_avg_sq"]):
                     self._update(pb, gb, mb, vb, self._scratch(mb), *consts)
         return loss
 

@@ -26,7 +26,8 @@ from typing import Callable
 from seqlab.optim.optimizer import Optimizer
 
 __all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR", "ExponentialLR",
-           "SequentialLR", "CosineAnnealingLR", "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "OneCycleLR"]
+           "SequentialLR", "CosineAnnealingLR", "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "OneCycleLR",
+           "PolynomialLR", "MultiplicativeLR", "ChainedScheduler", "CyclicLR"]
 
 EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where possible (as in "
@@ -778,3 +779,7 @@ class ReduceLROnPlateau(LRScheduler):
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)
         self._init_is_better(self.mode, self.threshold, self.threshold_mode)
+
+
+# the four more in their own file (they build on the classes above)
+from seqlab.optim.lr_scheduler_cyclic import ChainedScheduler, CyclicLR, MultiplicativeLR, PolynomialLR  # noqa: E402

@@ -54,15 +54,13 @@ def run_closure(closure):
         return closure()
 
 
-def check_implementation_flags(owner: str, maximize: bool = False, differentiable: bool = False,
-                               **ignored: Any) -> None:
+def check_implementation_flags(owner: str, differentiable: bool = False, **ignored: Any) -> None:
     """torch's switches between implementations of the same update (`foreach`, `fused`, `capturable`) are
-    accepted and change nothing here: seqlab has one implementation. `maximize` and `differentiable` change
-    what is computed and are not supported, so True is refused rather than ignored."""
-    for name, value in (("maximize", maximize), ("differentiable", differentiable)):
-        if value:
-            raise ValueError(f"{owner}: {name}=True is not supported (seqlab minimizes, and its optimizer steps "
-                             f"are not part of the autograd graph)")
+    accepted and change nothing here: seqlab has one implementation. `differentiable` changes what is computed
+    and is not supported, so True is refused rather than ignored. (`maximize` is each optimizer's own.)"""
+    if differentiable:
+        raise ValueError(f"{owner}: differentiable=True is not supported (seqlab's optimizer steps are not part "
+                         f"of the autograd graph)")
 
 
 class Optimizer:
@@ -83,8 +81,27 @@ class Optimizer:
             self.add_param_group(g)
 
     def add_param_group(self, group: dict) -> None:
+        """Adds a group: a dict with 'params' (tensors, or torch 2's (name, tensor) pairs as
+        `named_parameters()` gives; the names are kept under 'param_names') and any hyper-parameters (the
+        optimizer's defaults fill the rest)."""
+        if not isinstance(group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(group).__name__}")
         group = dict(group)
-        group["params"] = list(group["params"])
+        params = group["params"]
+        if isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering "
+                            "of tensors in sets will change between runs; use a list instead")
+        params = [params] if isinstance(params, Tensor) else list(params)
+        names = [p[0] for p in params if isinstance(p, tuple)]
+        group["params"] = [p[1] if isinstance(p, tuple) and len(p) == 2 else p for p in params]
+        if names:
+            if len(names) != len(params):
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+            group["param_names"] = names
+        for g in self.param_groups:
+            if ("param_names" in g) != ("param_names" in group):
+                raise ValueError(f"all optimizer param groups should be with/without names. cannot add param group "
+                                 f"{'with' if 'param_names' in group else 'without'} names to the optimizer")
         for p in group["params"]:
             if not isinstance(p, Tensor):
                 raise TypeError(f"{type(self).__name__} takes an iterable of Tensors (e.g. model.parameters()) "
