@@ -65,6 +65,12 @@ def _arr(x):
 _KIND_RANK = {"b": 0, "i": 1, "u": 1, "f": 2}  # torch's promotion categories: bool < integer < float
 
 
+def _is_one(v) -> bool:
+    """Whether an `alpha`/`value` argument is the integer 1 (the default: nothing to scale; a float 1.0 is
+    still checked against integer tensors, as torch)."""
+    return isinstance(v, (int, np.integer)) and v == 1
+
+
 class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
     """An n-dimensional array that records the operations applied to it."""
 
@@ -160,6 +166,13 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
 
     def __hash__(self):
         return id(self)
+
+    def __contains__(self, element) -> bool:
+        """`value in t`: whether any element of t equals `value` (a number, or a tensor compared with
+        broadcasting), as torch's `(t == value).any()`."""
+        if not isinstance(element, (Tensor, int, float, bool, np.number, np.bool_)):
+            raise TypeError(f"Tensor.__contains__ only supports a Tensor or a number, got {type(element).__name__}")
+        return bool((self == element).any())
 
     def __format__(self, spec: str) -> str:
         """f"{t}" of a 0-d tensor is its value's (as torch: '1.2345000505447388' for float32 1.2345), of others
@@ -416,12 +429,87 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
             raise ValueError(f"bmm expects two 3-D tensors with the same batch size, got shapes {self.shape} "
                              f"and {mat2.shape}; matmul (@) broadcasts")
         return self @ mat2
-    add = __add__
-    sub = __sub__
+    def __pos__(self):
+        """`+t` is t itself, as torch's (which refuses a bool tensor)."""
+        if self.dtype.kind == "b":
+            raise TypeError("the unary + operator on a bool tensor is not supported (as torch)")
+        return self
+
+    def __abs__(self):
+        return self.abs()
+
+    def add(self, other, *, alpha=1):
+        """self + alpha · other, as torch's add."""
+        if _is_one(alpha):
+            return self + other
+        a, b = self._alpha_operands("add", other, alpha)
+        return a + b
+
+    def sub(self, other, *, alpha=1):
+        """self − alpha · other, as torch's sub."""
+        if _is_one(alpha):
+            return self - other
+        a, b = self._alpha_operands("sub", other, alpha)
+        return a - b
+
+    subtract = sub
+
+    def _alpha_operands(self, name: str, other, alpha):
+        """(self, alpha · other) promoted as `+` does. As torch: a float alpha is refused where the result is
+        an integer or bool tensor, and a bool result takes alpha as a bool."""
+        a, b = self._promoted(other)
+        if a.dtype.kind not in "fc" and isinstance(alpha, (float, np.floating)):
+            raise TypeError(f"{name}(): alpha must not be a floating point number for {a.dtype} operands (as "
+                            f"torch), got alpha={alpha!r}")
+        if a.dtype.kind == "b":
+            alpha = bool(alpha)
+        return a, b * alpha
+
     mul = __mul__
-    div = __truediv__
     pow = __pow__
     neg = __neg__
+
+    def div(self, other, *, rounding_mode: str | None = None):
+        """self / other (true division); rounding_mode "trunc" rounds the quotient toward zero and "floor"
+        down (Python's //), in the operands' result dtype (integers stay integers), as torch's div. A rounded
+        quotient is piecewise constant: its gradient is 0 for both operands (torch's)."""
+        if rounding_mode is None:
+            return self / other
+        if rounding_mode not in ("trunc", "floor"):
+            raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                             f"{rounding_mode!r}")
+        a, b = self._int_div_operands(other, "div", reverse=False)
+        with np.errstate(divide="ignore", invalid="ignore"):  # a float divisor of 0: ±inf or nan, as torch
+            return E.RoundedDiv.apply(a, b, mode=rounding_mode)
+
+    divide = div
+
+    def addcmul(self, tensor1, tensor2, *, value=1):
+        """self + value · tensor1 · tensor2, broadcast, in the three tensors' result dtype (as torch, which
+        truncates a float `value` to an integer result's dtype)."""
+        prod = tensor1 * tensor2 if isinstance(tensor1, Tensor) else Tensor(_to_array(tensor1)) * tensor2
+        if _is_one(value):
+            return self + prod
+        if self.dtype.kind not in "fc" and prod.dtype.kind not in "fc" and isinstance(value, (float, np.floating)):
+            value = int(value)
+        return self + prod * value
+
+    def addcdiv(self, tensor1, tensor2, *, value=1):
+        """self + value · tensor1 / tensor2 (true division), broadcast, as torch; two integer (or bool)
+        tensors are refused, as torch's (its old integer addcdiv rounded)."""
+        t1 = tensor1 if isinstance(tensor1, Tensor) else Tensor(_to_array(tensor1))
+        t2 = tensor2 if isinstance(tensor2, Tensor) else Tensor(_to_array(tensor2))
+        if t1.dtype.kind not in "fc" and t2.dtype.kind not in "fc":
+            raise TypeError(f"addcdiv(): integer division with addcdiv is not supported (tensor1 {t1.dtype}, "
+                            f"tensor2 {t2.dtype}, as torch); convert one to a float dtype")
+        q = t1 / t2
+        return self + (q if _is_one(value) else q * value)
+
+    def where(self, condition, y) -> "Tensor":
+        """self where `condition` is True, else y: `seqlab.where(condition, self, y)`."""
+        from seqlab.creation import where
+
+        return where(condition, self, y)
 
     def exp(self):
         return E.Exp.apply(self._float_input())
@@ -442,7 +530,20 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
         return E.Abs.apply(self)
 
     def clamp(self, min=None, max=None):
-        return E.Clamp.apply(self, lo=min, hi=max)
+        """Each element limited to [min, max] (min > max: max everywhere), in torch's result dtype: an integer
+        tensor with a float bound is the default float dtype, as `+` would make it. A tensor bound broadcasts
+        and gets its gradient where it is taken (`clamp_min`, `clamp_max`)."""
+        if min is None and max is None:
+            raise ValueError("clamp: at least one of 'min' or 'max' must not be None (as torch)")
+        if isinstance(min, Tensor) or isinstance(max, Tensor):
+            out = self if min is None else self.clamp_min(min)
+            return out if max is None else out.clamp_max(max)
+        x = self
+        for bound in (min, max):  # a number of a higher kind promotes the tensor, as in self + bound
+            if bound is not None:
+                x = x._promoted(bound)[0]
+        lo, hi = (None if v is None else x.dtype.type(v) for v in (min, max))  # a number takes x's dtype
+        return E.Clamp.apply(x, lo=lo, hi=hi)
 
     clip = clamp
 
@@ -498,7 +599,10 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
         return Tensor(E.clone_array(self.data))
 
     def norm(self, p: float = 2, dim=None, keepdim: bool = False) -> "Tensor":
-        """(Σ|x|^p)^(1/p) over `dim` (all elements by default)."""
+        """(Σ|x|^p)^(1/p) over `dim` (all elements by default), of a floating-point tensor (as torch)."""
+        if self.dtype.kind not in "fc":
+            raise TypeError(f"norm(): expected a floating point or complex tensor, got dtype {self.dtype} (as "
+                            f"torch); convert with .float() first")
         # at the zero vector the gradient is 0, as torch's (the formulas' chain rule reads 0 · inf = NaN there)
         if p == 2:
             return E.Sqrt.apply((self * self).sum(dim, keepdim), zero_at_zero=True)
@@ -510,11 +614,12 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
         return E.Pow.apply(powers.sum(dim, keepdim), 1.0 / p, zero_at_zero=True)
 
     # ---- comparisons (no gradient) ---------------------------------------
+    # `t == None` is False and `t != None` True, as torch's (Python's answer once the tensor declines)
     def __eq__(self, o):  # noqa: D105
-        return Tensor(self.data == _arr(o))
+        return NotImplemented if o is None else Tensor(self.data == _arr(o))
 
     def __ne__(self, o):
-        return Tensor(self.data != _arr(o))
+        return NotImplemented if o is None else Tensor(self.data != _arr(o))
 
     def __lt__(self, o):
         return Tensor(self.data < _arr(o))
@@ -537,21 +642,52 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
     def __or__(self, o):
         return Tensor(self.data | _arr(o))
 
+    # `^` of bool and integer tensors, in torch's result dtype (`_promoted`: bool ^ 2 is int64); no gradient
+    def _xor(self, o, reverse: bool) -> "Tensor":
+        a, b = self._promoted(o)
+        if a.dtype.kind not in "biu":
+            raise TypeError(f"bitwise_xor (^) is not implemented for {a.dtype} tensors (as torch); it takes bool "
+                            f"and integer tensors")
+        a, b = (b, a) if reverse else (a, b)
+        xp = backend.xp_of(self.data)
+        return Tensor._from_op(xp.asarray(xp.bitwise_xor(_arr(a), _arr(b))), None)
+
+    def __xor__(self, o):
+        return self._xor(o, reverse=False)
+
+    def __rxor__(self, o):
+        return self._xor(o, reverse=True)
+
+    bitwise_xor = __xor__
+
     # ---- reductions -------------------------------------------------------
     # `axis=` is torch's alias for `dim` in every reduction below (x.sum(axis=1)); `dtype=` casts first.
     def sum(self, dim=None, keepdim: bool = False, *, dtype=None, axis=None):
+        """Bool and integer tensors sum in int64 (as torch; NumPy sums unsigned ones in uint64)."""
         x = self if dtype is None else self.astype(dtype)
+        if x.dtype.kind == "u":
+            x = x.astype(np.int64)
         return R.Sum.apply(x, dim=_dim_or_axis("sum", dim, axis), keepdim=keepdim)
 
     def mean(self, dim=None, keepdim: bool = False, *, dtype=None, axis=None):
+        """Of a floating-point tensor (or with a float `dtype=`); an integer or bool one is refused, as torch."""
         x = self if dtype is None else self.astype(dtype)
+        if x.dtype.kind not in "fc":
+            what = "the input" if dtype is None else "dtype="
+            raise TypeError(f"mean(): could not infer output dtype: {what} must be a floating point or complex "
+                            f"dtype, got {x.dtype} (as torch); pass dtype=seqlab.float32 or convert with .float()")
         return R.Mean.apply(x, dim=_dim_or_axis("mean", dim, axis), keepdim=keepdim)
 
     def max(self, dim=None, keepdim: bool = False, *, axis=None):
-        """Without `dim`: the max value. With `dim`: (values, indices) as torch."""
+        """Without `dim`: the max value. With `dim`: (values, indices) as torch. With a tensor: the
+        element-wise max (`maximum`)."""
+        if isinstance(dim, Tensor):
+            return self.maximum(dim)
         return _minmax(self, _dim_or_axis("max", dim, axis), keepdim, use_min=False)
 
     def min(self, dim=None, keepdim: bool = False, *, axis=None):
+        if isinstance(dim, Tensor):
+            return self.minimum(dim)
         return _minmax(self, _dim_or_axis("min", dim, axis), keepdim, use_min=True)
 
     def amax(self, dim=None, keepdim: bool = False, *, axis=None):
@@ -660,6 +796,31 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
             out.append(self[index])
             start += s
         return tuple(out)
+
+    def tensor_split(self, indices_or_sections=None, dim: int = 0, *, sections=None, indices=None):
+        """Views along `dim`, as torch's: `sections` (an int) pieces as equal as can be (the first n % sections
+        one longer), or pieces cut before each of `indices` (a list, or a 1-D int64 tensor; Python's slicing
+        of out-of-range or decreasing ones: empty pieces)."""
+        given = [v for v in (indices_or_sections, sections, indices) if v is not None]
+        if len(given) != 1:
+            raise TypeError("tensor_split() takes one of indices_or_sections, sections or indices")
+        cut = given[0]
+        if isinstance(cut, Tensor):
+            if cut.dtype != np.int64 or cut.ndim > 1:
+                raise TypeError(f"tensor_split expected tensor_indices_or_sections to be a 0-D or 1-D int64 "
+                                f"tensor, got dtype {cut.dtype} and shape {cut.shape}")
+            cut = cut.item() if cut.ndim == 0 else cut.tolist()
+        if self.ndim == 0:
+            raise ValueError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
+        d = normalize_dim(dim, self.ndim)
+        n = self.shape[d]
+        if isinstance(cut, (int, np.integer)):
+            if cut <= 0:
+                raise ValueError(f"number of sections must be larger than 0, got {cut}")
+            size, extra = divmod(n, int(cut))
+            cut = [(size + 1) * i if i <= extra else size * i + extra for i in range(1, int(cut))]
+        bounds = [0, *[int(i) for i in cut], None]
+        return tuple(self[(slice(None),) * d + (slice(start, stop),)] for start, stop in zip(bounds, bounds[1:]))
 
     def gather(self, dim: int, index) -> "Tensor":
         """out[..., j, ...] = self[..., index[..., j, ...], ...] along `dim` (torch.gather)."""

@@ -51,10 +51,12 @@ class InPlaceMethods:
         return self
 
     def copy_(self, other) -> "Tensor":
+        """In place: the values of `other` (broadcast to this tensor's shape, as torch), cast to its dtype."""
         self._in_place("copy_")
         src = backend.to_device(np.asarray(other) if not hasattr(other, "shape") else _arr(other), self.device)
-        if tuple(src.shape) != self.shape:
-            raise ValueError(f"copy_: source has shape {tuple(src.shape)} but the tensor has shape {self.shape}")
+        if not backend.broadcasts_to(tuple(src.shape), self.shape):
+            raise ValueError(f"copy_: a source of shape {tuple(src.shape)} does not broadcast to the tensor's "
+                             f"shape {self.shape}")
         self.data[...] = src
         _versions.bump(self.data)
         return self
@@ -209,14 +211,30 @@ class InPlaceMethods:
     def mul_(self, other) -> "Tensor":
         return self._arith_(backend.xp_of(self.data).multiply, "mul_", other)
 
-    def div_(self, other) -> "Tensor":
+    def div_(self, other, *, rounding_mode: str | None = None) -> "Tensor":
+        """In place: self / other, or with rounding_mode "trunc" or "floor" the rounded quotient (see div),
+        which an integer tensor may take."""
+        if rounding_mode is not None:
+            return self._replace_("div_", lambda: self.div(other, rounding_mode=rounding_mode), other)
         return self._arith_(backend.xp_of(self.data).true_divide, "div_", other, true_divide=True)
 
-    def _arith_(self, ufunc, name: str, other, alpha=1, true_divide: bool = False) -> "Tensor":
-        self._in_place(name)
+    def bitwise_xor_(self, other) -> "Tensor":
+        """In place: self ^ other, for bool and integer tensors."""
+        if self.dtype.kind not in "biu" or (isinstance(other, (float, np.floating)) or
+                                            getattr(other, "dtype", np.dtype(bool)).kind not in "biu"):
+            raise TypeError(f"bitwise_xor_ (^=) is not implemented for {self.dtype} tensors or float operands (as "
+                            f"torch); it takes bool and integer tensors")
+        return self._arith_(backend.xp_of(self.data).bitwise_xor, "bitwise_xor_", other)
+
+    @staticmethod
+    def _operand_grad(name: str, other) -> None:
         if isinstance(other, Tensor) and other.requires_grad and is_grad_enabled():
             raise RuntimeError(f"{name}: the operand requires grad, and seqlab records no in-place op, so its "
                                f"gradient would be lost; write the out-of-place `x = x.{name[:-1]}(y)` instead")
+
+    def _arith_(self, ufunc, name: str, other, alpha=1, true_divide: bool = False) -> "Tensor":
+        self._in_place(name)
+        self._operand_grad(name, other)
         kind_self = _KIND_RANK.get(self.dtype.kind, 2)
         if isinstance(other, (int, float, bool, np.number, np.bool_)):
             src, shape = other, ()
@@ -271,10 +289,19 @@ class InPlaceMethods:
     def __itruediv__(self, o):
         return NotImplemented if self._rebinds(o) else self.div_(o)
 
+    def __ipow__(self, o):
+        return NotImplemented if self._rebinds(o) else self.pow_(o)
+
+    def __ixor__(self, o):
+        return NotImplemented if self._rebinds(o) else self.bitwise_xor_(o)
+
     # ---- in place from the out-of-place op: refused, as zero_/add_ above, while the tensor is in a graph ---
-    def _replace_(self, name: str, compute: Callable[[], Any]):
-        """Write compute() (the out-of-place op) into this tensor's memory; its dtype and shape stay."""
+    def _replace_(self, name: str, compute: Callable[[], Any], *operands):
+        """Write compute() (the out-of-place op) into this tensor's memory; its dtype and shape stay. An
+        operand that requires grad is refused under grad mode, as add_'s."""
         self._in_place(name)
+        for other in operands:
+            self._operand_grad(name, other)
         if not getattr(getattr(self.data, "flags", None), "writeable", True):
             raise RuntimeError(f"{name}: this tensor's array is read-only (a broadcast view, as from expand(), "
                                f"where elements share memory, or an array marked read-only); change a clone()")
@@ -336,6 +363,18 @@ class InPlaceMethods:
 
     def clamp_max_(self, max):  # noqa: A002
         return self._replace_("clamp_max_", lambda: self.clamp_max(max))
+
+    def pow_(self, exponent):
+        return self._replace_("pow_", lambda: self.pow(exponent), exponent)
+
+    def lerp_(self, end, weight):
+        return self._replace_("lerp_", lambda: self.lerp(end, weight), end, weight)
+
+    def addcmul_(self, tensor1, tensor2, *, value=1):
+        return self._replace_("addcmul_", lambda: self.addcmul(tensor1, tensor2, value=value), tensor1, tensor2)
+
+    def addcdiv_(self, tensor1, tensor2, *, value=1):
+        return self._replace_("addcdiv_", lambda: self.addcdiv(tensor1, tensor2, value=value), tensor1, tensor2)
 
     def nan_to_num_(self, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None):
         return self._replace_("nan_to_num_", lambda: self.nan_to_num(nan, posinf, neginf))

@@ -70,6 +70,12 @@ def _float_required(t, name: str):
         raise TypeError(f"{name}(): expected a floating point tensor, got dtype {t.dtype}")
 
 
+def _std_var_float(t, name: str):
+    if t.dtype.kind not in "fc":
+        raise TypeError(f"{name}(): std and var only support floating point and complex dtypes, got {t.dtype} (as "
+                        f"torch); convert with .float() first")
+
+
 def _sort_indices(t: Tensor, dim, descending: bool):
     """int64 indices that sort `t` along `dim`, stably: ties keep their order, also descending (the stable
     ascending sort of the reversed array, reversed)."""
@@ -145,7 +151,9 @@ class StatsMethods:
 
     def var(self, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None, axis=None):
         """torch's signatures: `var(dim=None, unbiased=True, keepdim=False)`, `var(dim, *, correction=1,
-        keepdim=False)` (the divisor is n − correction: unbiased is 1, biased 0) and `var(unbiased)`."""
+        keepdim=False)` (the divisor is n − correction: unbiased is 1, biased 0) and `var(unbiased)`. Of a
+        floating-point tensor, as torch."""
+        _std_var_float(self, "var")
         dim = _dim_or_axis("var", dim, axis)
         if isinstance(dim, (bool, np.bool_)):  # var(False): torch's `var(unbiased)`
             if unbiased is not None:
@@ -158,6 +166,7 @@ class StatsMethods:
 
     def std(self, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None, axis=None):
         """The square root of `var`, with var's arguments."""
+        _std_var_float(self, "std")
         return self.var(_dim_or_axis("std", dim, axis), unbiased, keepdim, correction=correction).sqrt()
 
     def all(self, dim=None, keepdim: bool = False, *, axis=None) -> "Tensor":

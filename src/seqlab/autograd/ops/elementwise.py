@@ -95,6 +95,29 @@ class Div(Function):
         return ga, gb
 
 
+class RoundedDiv(Function):
+    """a / b rounded down ("floor": Python's and NumPy's floor_divide, exact, where floor(a / b) can be one
+    more) or toward zero ("trunc"), torch.div's rounding modes. Piecewise constant: both gradients are 0, as
+    torch's (a primitive so that they are exactly 0, also where b is 0)."""
+
+    def forward(self, a, b, mode: str):
+        xp = xp_of(b if isinstance(a, np.generic) else a)
+        if mode == "floor":
+            return xp.asarray(xp.floor_divide(a, b))
+        if xp.result_type(a, b).kind == "f":
+            return xp.asarray(xp.trunc(a / b))
+        q = xp.floor_divide(a, b)  # integers: floor, then up by one where a negative quotient was not exact
+        return xp.asarray(q + ((q < 0) & (q * b != a)))
+
+    def backward(self, grad):
+        zero = xp_of(grad).zeros_like(grad)
+        return tuple(zero if need else None for need in self.needs_input_grad)
+
+    def backward_graph(self, g):
+        zero = constant(xp_of(g.data).zeros_like(g.data))
+        return tuple(zero if need else None for need in self.needs_input_grad)
+
+
 class Neg(Function):
     def forward(self, a):
         return -a

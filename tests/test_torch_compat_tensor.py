@@ -1,0 +1,324 @@
+"""Tensor-class gaps a review found against torch 2.13: each case runs the same thing in seqlab and torch and
+compares values, dtypes, gradients and error-vs-no-error."""
+import numpy as np
+import pytest
+
+import seqlab as L
+
+torch = pytest.importorskip("torch")
+
+DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64,
+          np.dtype(np.int64): torch.int64, np.dtype(np.int32): torch.int32, np.dtype(np.uint8): torch.uint8,
+          np.dtype(bool): torch.bool}
+
+
+def _same(ours, theirs, tol=1e-6):
+    """Equal values, shapes and dtypes (tuples item by item)."""
+    if isinstance(theirs, (tuple, list)):
+        assert len(ours) == len(theirs)
+        for a, b in zip(ours, theirs):
+            _same(a, b, tol)
+        return
+    if not isinstance(theirs, torch.Tensor):
+        assert type(ours) is type(theirs) and ours == theirs, (ours, theirs)
+        return
+    assert isinstance(ours, L.Tensor), type(ours)
+    assert DTYPES[ours.dtype] == theirs.dtype, (ours.dtype, theirs.dtype)
+    np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=tol, atol=tol, equal_nan=True)
+
+
+def _both(fn, *arrays, grad: bool = False):
+    """fn(lib, *tensors) in seqlab and torch; with grad, the inputs require grad and their gradients of
+    result.sum() are compared too. An error in one must be an error in the other."""
+    outs, errors, grads = [], [], []
+    for lib, make in ((L, lambda a: L.tensor(a, requires_grad=grad)),
+                      (torch, lambda a: torch.tensor(a, requires_grad=grad))):
+        inputs = [make(a) for a in arrays]
+        try:
+            out = fn(lib, *inputs)
+        except Exception as e:  # noqa: BLE001 (the kind is compared below: error or not)
+            outs.append(None)
+            errors.append(e)
+            continue
+        errors.append(None)
+        outs.append(out)
+        if grad:
+            (out if not isinstance(out, (tuple, list)) else sum(o.sum() for o in out)).sum().backward()
+            grads.append([t.grad for t in inputs])
+    assert (errors[0] is None) == (errors[1] is None), errors
+    if errors[0] is None:
+        _same(outs[0], outs[1])
+        for g_ours, g_torch in zip(*grads) if grad else ():
+            g_ours = np.zeros_like(g_torch.numpy()) if g_ours is None else np.asarray(g_ours)
+            np.testing.assert_allclose(g_ours, g_torch.numpy(), rtol=1e-6, atol=1e-6)
+    return errors[0]
+
+
+def _lib_dtype(lib, name):
+    return getattr(lib, name)
+
+
+INTS = [1, 2, 4]
+FLOATS = [1.5, -2.5, 3.0]
+
+
+# ---- 1. reductions of integer and bool tensors -----------------------------------------------------------
+@pytest.mark.parametrize("op", [
+    lambda t: t.mean(), lambda t: (t > 1).mean(), lambda t: t.mean(0), lambda t: t.std(), lambda t: t.var(),
+    lambda t: t.std(0), lambda t: t.var(unbiased=False), lambda t: t.norm(), lambda t: (t > 1).norm(),
+], ids=["mean", "bool-mean", "mean-dim", "std", "var", "std-dim", "var-biased", "norm", "bool-norm"])
+def test_float_only_reductions_refuse_integer_tensors(op):
+    err = _both(lambda lib, t: op(t), INTS)
+    assert isinstance(err, TypeError) and "floating point" in str(err) and "\n" not in str(err)
+
+
+def test_mean_with_a_float_dtype_works_and_an_integer_dtype_is_refused():
+    _both(lambda lib, t: t.mean(dtype=lib.float32), INTS)
+    assert isinstance(_both(lambda lib, t: t.mean(dtype=lib.int64), INTS), TypeError)
+    _both(lambda lib, t: t.float().mean(), INTS)  # the float path is unchanged
+
+
+def test_integer_sums_and_products_are_int64():
+    """uint8 sums in int64 (NumPy: uint64); the other integer dtypes and bool already did, and still do."""
+    for dtype in ["uint8", "int64", "int32", "bool"]:
+        for op in [lambda t: t.sum(), lambda t: t.sum(0), lambda t: t.prod(), lambda t: t.cumsum(0),
+                   lambda t: t.cumprod(0)]:
+            _both(lambda lib, t: op(t.to(_lib_dtype(lib, dtype))), [1, 0, 3])
+
+
+@pytest.mark.parametrize("bounds", [dict(max=2.5), dict(min=2.5), dict(min=1, max=2.5), dict(min=0.5, max=0.7)])
+def test_clamp_of_an_integer_tensor_promotes_as_arithmetic(bounds):
+    _both(lambda lib, t: t.clamp(**bounds), INTS)
+    _both(lambda lib, t: (t > 1).clamp(**bounds), INTS)
+    _both(lambda lib, t: t.clamp(max=2), INTS)  # an integer bound keeps int64 (it did)
+
+
+def test_clamp_result_stays_float32_in_later_math():
+    _both(lambda lib, t: t.clamp(max=2.5) * lib.ones(3), INTS)
+    _both(lambda lib, t: t.float().clamp(max=np.float64(0.5)), INTS)  # a NumPy float64 bound is a number too
+
+
+def test_clamp_tensor_bounds_and_gradients():
+    _both(lambda lib, t: t.clamp(min=-2.0, max=1.5), FLOATS, grad=True)
+    _both(lambda lib, t: t.clamp(max=lib.tensor(2.5)), INTS)
+    _both(lambda lib, t: t.clamp(max=lib.tensor([2.5], dtype=lib.float64)), [1.0, 2.0, 4.0])
+    _both(lambda lib, t, m: t.clamp(min=m), FLOATS, [0.0, -3.0, 3.0], grad=True)  # the bound gets its gradient
+    assert _both(lambda lib, t: t.clamp(), FLOATS) is not None  # no bound: refused, as torch
+    # in place: an integer tensor keeps its dtype, or refuses a float result (as before)
+    assert _both(lambda lib, t: t.clone().clamp_(max=2.5), INTS) is not None
+    _both(lambda lib, t: t.clone().clamp_(max=2), INTS)
+    _both(lambda lib, t: t.clone().clamp_(min=lib.tensor([0.0, 2.5, 5.0])), FLOATS)  # a tensor bound, in place
+
+
+# ---- 2. Python builtins ----------------------------------------------------------------------------------
+def test_abs_and_unary_plus():
+    _both(lambda lib, t: abs(t), [-1, 2, -4])
+    _both(lambda lib, t: abs(t), FLOATS, grad=True)
+    _both(lambda lib, t: +t, FLOATS, grad=True)
+    _both(lambda lib, t: +t, INTS)
+    x = L.tensor(FLOATS)
+    assert +x is x  # as torch: the tensor itself
+    assert isinstance(_both(lambda lib, t: +(t > 1), INTS), TypeError)
+
+
+def test_comparison_with_none():
+    for lib in (L, torch):
+        x = lib.tensor(INTS)
+        assert (x == None) is False  # noqa: E711 (the point)
+        assert (x != None) is True  # noqa: E711
+    _both(lambda lib, t: t == 2, INTS)  # elementwise comparisons are unchanged
+    _both(lambda lib, t: t != lib.tensor([1, 0, 4]), INTS)
+
+
+@pytest.mark.parametrize("value", [2, 5, 2.0, True, np.int64(3), "tensor-row", "tensor-missing"])
+def test_contains(value):
+    answers = []
+    for lib in (L, torch):
+        v = {"tensor-row": lib.tensor([1, 2]), "tensor-missing": lib.tensor([2, 1])}.get(value, value) \
+            if isinstance(value, str) else value
+        answers.append(v in lib.tensor([[1, 2], [3, 4]]))
+    assert type(answers[0]) is bool and answers[0] == answers[1]
+
+
+def test_contains_refuses_other_types():
+    with pytest.raises(TypeError, match="only supports a Tensor or a number"):
+        "a" in L.tensor(INTS)  # noqa: B015
+    with pytest.raises(RuntimeError):
+        "a" in torch.tensor(INTS)  # noqa: B015
+
+
+# ---- 3. copy_ broadcasts ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("dst,src", [((2, 3), (3,)), ((2, 3), (1, 3)), ((2, 3), (2, 1)), ((2, 3), ()),
+                                     ((2, 3), (2,)), ((3,), (2, 3)), ((3,), (1, 1, 3))])
+def test_copy_broadcasts_the_source(dst, src):
+    source = np.arange(int(np.prod(src)), dtype=np.float32).reshape(src) + 1
+    err = _both(lambda lib, d, s: d.copy_(s), np.zeros(dst, np.float32), source)
+    if err is not None:
+        assert isinstance(err, ValueError) and "does not broadcast" in str(err)
+
+
+def test_copy_casts_to_the_destination_dtype():
+    _both(lambda lib, d, s: d.copy_(s), np.zeros((2, 3), np.int64), [1.7, 2.2, 3.9])
+
+
+# ---- 4. methods ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["add", "sub"])
+def test_add_sub_alpha(name):
+    for a, b, alpha in [(INTS, INTS, 2), (FLOATS, FLOATS, 2), (FLOATS, FLOATS, 0.5), (INTS, FLOATS, 2.5),
+                        (INTS, INTS, 2.5), (INTS, INTS, 1.0), (INTS, 1.5, 2), (FLOATS, 3, -1)]:
+        if isinstance(b, list):
+            err = _both(lambda lib, x, y: getattr(x, name)(y, alpha=alpha), a, b)
+        else:
+            err = _both(lambda lib, x: getattr(x, name)(b, alpha=alpha), a)
+        if err is not None:  # a float alpha for integer tensors
+            assert isinstance(err, TypeError) and "alpha" in str(err)
+
+
+def test_add_sub_alpha_gradients_and_bools():
+    _both(lambda lib, x, y: x.add(y, alpha=2) * x.sub(y, alpha=0.5), FLOATS, [0.5, 1.0, -2.0], grad=True)
+    _both(lambda lib, x: (x > 1).add(x > 2, alpha=2), INTS)
+
+
+def test_add_sub_alpha_in_place_and_out_of_place_agree():
+    _both(lambda lib, x, y: x.clone().add_(y, alpha=2), INTS, INTS)
+    _both(lambda lib, x, y: x.clone().sub_(y, alpha=0.5), FLOATS, FLOATS)
+    assert _both(lambda lib, x, y: x.clone().add_(y, alpha=2.5), INTS, INTS) is not None
+    for lib in (L, torch):
+        x, y = lib.tensor(FLOATS), lib.tensor([2.0, 3.0, 4.0])
+        assert x.clone().add_(y, alpha=-3).tolist() == x.add(y, alpha=-3).tolist()
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # true division by 0 (NumPy warns, torch doesn't)
+@pytest.mark.parametrize("mode", [None, "trunc", "floor"])
+@pytest.mark.parametrize("a,b", [([7, -7, 7, -7], [2, 2, -2, -2]), ([7.0, -7.0, 1.0, 0.5], [2.0, 2.0, 0.1, -0.3]),
+                                 ([7, -7, 7, -7], [2.5, 2.5, -2.5, -2.5]), ([1.0, -1.0, 0.0], [0.0, 0.0, 0.0])])
+def test_div_rounding_mode(mode, a, b):
+    _both(lambda lib, x, y: x.div(y, rounding_mode=mode), a, b)
+    _both(lambda lib, x: x.div(3, rounding_mode=mode), a)
+
+
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+def test_div_rounding_mode_errors_and_gradient(mode):
+    assert _both(lambda lib, x: x.div(0, rounding_mode=mode), INTS) is not None  # integer division by zero
+    assert _both(lambda lib, x: (x > 1).div(x > 2, rounding_mode=mode), INTS) is not None
+    assert isinstance(_both(lambda lib, x: x.div(2, rounding_mode="round"), INTS), ValueError)
+    _both(lambda lib, x, y: x.div(y, rounding_mode=mode) + x * y, FLOATS, [2.0, 0.0, -1.5], grad=True)  # 0, also at 0
+
+
+def test_div_in_place_with_rounding_mode():
+    _both(lambda lib, x: x.clone().div_(2, rounding_mode="floor"), [7, -7, 3])
+    _both(lambda lib, x: x.clone().div_(-2.0, rounding_mode="trunc"), FLOATS)
+    assert _both(lambda lib, x: x.clone().div_(2.5, rounding_mode="trunc"), INTS) is not None
+    assert _both(lambda lib, x: x.clone().div_(2), INTS) is not None
+
+
+def test_tensor_where():
+    _both(lambda lib, x: x.where(x > 0, 0.0), FLOATS, grad=True)
+    _both(lambda lib, x: x.where(x > 1, 0.5), INTS)
+    _both(lambda lib, x, y: x.where(x > 0, y), FLOATS, [9.0, 8.0, 7.0], grad=True)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_min_with_a_tensor_is_elementwise(name):
+    _both(lambda lib, x, y: getattr(x, name)(y), FLOATS, [1.5, 0.0, 5.0], grad=True)  # a tie splits the gradient
+    _both(lambda lib, x: getattr(x, name)(lib.tensor([2, 2, 2])), INTS)
+    _both(lambda lib, x: getattr(x, name)(lib.tensor([2.5, 2.5, 2.5])), INTS)
+    _both(lambda lib, x: getattr(x, name)(0), [[1.0, 5.0], [3.0, 2.0]], grad=True)  # a dim is still a dim
+
+
+@pytest.mark.parametrize("value", [1, 2, 0.5])
+def test_addcmul_addcdiv(value):
+    _both(lambda lib, x, a, b: x.addcmul(a, b, value=value), FLOATS, [0.5, 2.0, -1.0], [3.0, 1.0, 2.0], grad=True)
+    _both(lambda lib, x, a, b: x.addcdiv(a, b, value=value), FLOATS, [0.5, 2.0, -1.0], [3.0, 1.0, 2.0], grad=True)
+    _both(lambda lib, x: x.addcmul(x.float(), x, value=value), INTS)
+    _both(lambda lib, x: x.addcdiv(x.float(), x, value=value), INTS)
+    _both(lambda lib, x: x.float().addcmul(x, x.double().reshape(3, 1), value=value), INTS)  # broadcast, float64
+
+
+def test_addcmul_addcdiv_integers():
+    _both(lambda lib, x: x.addcmul(x, x, value=2), INTS)
+    _both(lambda lib, x: x.addcmul(x, x, value=2.5), INTS)  # torch truncates the value to the integer dtype
+    err = _both(lambda lib, x: x.float().addcdiv(x > 1, x, value=2), INTS)
+    assert isinstance(err, TypeError) and "integer division" in str(err)
+
+
+def test_addcmul_addcdiv_in_place():
+    _both(lambda lib, x, a, b: x.clone().addcmul_(a, b, value=0.5), FLOATS, FLOATS, [2.0, 3.0, 4.0])
+    _both(lambda lib, x, a, b: x.clone().addcdiv_(a, b, value=-2), FLOATS, FLOATS, [2.0, 3.0, 4.0])
+    assert _both(lambda lib, x: x.clone().addcmul_(x.float(), x), INTS) is not None  # float into an int tensor
+    assert _both(lambda lib, x: lib.zeros(3).addcmul_(x.float().reshape(3, 1), x.float()), INTS) is not None
+
+
+def test_lerp_and_pow_in_place():
+    _both(lambda lib, x, e: x.clone().lerp_(e, 0.25), FLOATS, [0.0, 1.0, 2.0])
+    _both(lambda lib, x, e, w: x.clone().lerp_(e, w), FLOATS, [0.0, 1.0, 2.0], [0.5, 0.1, 1.0])
+    assert _both(lambda lib, x: x.clone().lerp_(x, 0.5), INTS) is not None
+    _both(lambda lib, x: x.clone().pow_(2), FLOATS)
+    _both(lambda lib, x: x.clone().pow_(2), INTS)
+    _both(lambda lib, x, p: x.clone().pow_(p), [1.0, 2.0, 3.0], [2.0, 0.5, 1.0])
+    assert _both(lambda lib, x: x.clone().pow_(2.5), INTS) is not None
+
+
+def test_ipow_is_in_place_outside_the_graph_and_rebinds_inside():
+    for lib in (L, torch):
+        x = lib.tensor(FLOATS)
+        y = x
+        y **= 2
+        assert y is x
+        np.testing.assert_allclose(np.asarray(x.tolist()), np.asarray(FLOATS) ** 2)
+    x = L.tensor(FLOATS, requires_grad=True)
+    y = x * 1
+    y **= 2  # a tensor of a graph: out of place, so the gradient flows (torch: in place, same gradient)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad, 2 * np.asarray(FLOATS, np.float32))
+    with pytest.raises(RuntimeError, match="pow_"):
+        L.tensor(FLOATS, requires_grad=True).pow_(2)  # a leaf that requires grad: refused, as torch
+
+
+def test_in_place_with_an_operand_that_requires_grad_is_refused():
+    e = L.tensor(FLOATS, requires_grad=True)
+    with pytest.raises(RuntimeError, match="lerp_: the operand requires grad"):
+        L.zeros(3).lerp_(e, 0.5)
+    with pytest.raises(RuntimeError, match="addcmul_: the operand requires grad"):
+        L.zeros(3).addcmul_(e, e)
+
+
+@pytest.mark.parametrize("fn", [lambda lib, x: (x > 1) ^ (x > 2), lambda lib, x: True ^ (x > 1),
+                                lambda lib, x: x ^ 3, lambda lib, x: 3 ^ x, lambda lib, x: (x > 1) ^ 2,
+                                lambda lib, x: (x > 1) ^ x, lambda lib, x: x.int() ^ x,
+                                lambda lib, x: x.int() ^ lib.tensor(3), lambda lib, x: x.bitwise_xor(5)],
+                         ids=["bool", "rbool", "int", "rint", "bool-int", "bool-tensor", "int32-int64", "0d", "method"])
+def test_xor(fn):
+    _both(fn, INTS)
+
+
+def test_xor_refuses_floats_and_ixor():
+    assert isinstance(_both(lambda lib, x: x.float() ^ 1, INTS), TypeError)
+    assert isinstance(_both(lambda lib, x: x ^ 1.5, INTS), TypeError)
+    for lib in (L, torch):
+        b = lib.tensor([True, False, True])
+        c = b
+        c ^= lib.tensor([True, True, False])
+        assert c is b and b.tolist() == [False, True, True]
+    _both(lambda lib, x: x.clone().__ixor__(6), INTS)
+    assert _both(lambda lib, x: (x > 1).__ixor__(2), INTS) is not None  # int into a bool tensor
+
+
+@pytest.mark.parametrize("arg", [2, 3, 5, 7, [1, 5], (1, 5), [-2], [3, -5], [5, 2, 9], [], "t-sections", "t-indices"])
+def test_tensor_split(arg):
+    def fn(lib, x):
+        a = {"t-sections": lib.tensor(3), "t-indices": lib.tensor([1, 5])}.get(arg, arg) \
+            if isinstance(arg, str) else arg
+        return x.tensor_split(a)
+    _both(fn, list(range(7)))
+    _both(lambda lib, x: x.tensor_split(arg if not isinstance(arg, str) else 2, dim=1),
+          np.arange(14.0).reshape(2, 7), grad=True)
+
+
+def test_tensor_split_keywords_and_errors():
+    _both(lambda lib, x: x.tensor_split(sections=2), [0, 1, 2])
+    _both(lambda lib, x: x.tensor_split(indices=[1]), [0, 1, 2])
+    _both(lambda lib, x: x.tensor_split(2, -1), np.arange(6).reshape(2, 3))
+    assert isinstance(_both(lambda lib, x: x.tensor_split(0), INTS), ValueError)
+    assert isinstance(_both(lambda lib, x: x.sum().tensor_split(2), INTS), ValueError)
+    assert isinstance(_both(lambda lib, x: x.tensor_split(lib.tensor([1.0])), INTS), TypeError)
