@@ -5,6 +5,12 @@
     v @ v.T                                                         # cosine similarities
     E.section_3_2()["last_hidden_state_shape"]                      # (1, 8, 384)
 
+Any BERT serves through `SentenceEncoder`: a Hugging Face folder or name
+(``SentenceEncoder("runs/mlm/pretrained")``), or a model already loaded, such
+as the fine-tuned encoder of a ``seqlab train sst2-bert`` run
+(``SentenceEncoder.from_model(model, tokenizer)``; a task head's own BERT is
+used). ``encode`` and ``section_3_2`` take a name or an encoder.
+
 An embedding is what sentence-transformers computes for this model: the mean
 of the last hidden states over the real tokens (padding excluded), divided
 by its L2 norm, with inputs truncated to 256 tokens (the model's
@@ -62,6 +68,17 @@ def cosine_similarity(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
     return an @ bn.T
 
 
+def bert_encoder(model):
+    """The `BertModel` that reads the text: ``model`` itself, or the ``.bert`` of a BERT with a task head
+    (`BertForSequenceClassification`, `BertForMaskedLM`); None for any other model."""
+    from seqlab.models.bert import BertModel
+
+    for m in (model, getattr(model, "bert", None)):
+        if isinstance(m, BertModel):
+            return m
+    return None
+
+
 class SentenceEncoder:
     """A BERT and its tokenizer; `encode(sentences)` gives (N, C) mean-pooled, normalised embeddings."""
 
@@ -75,6 +92,24 @@ class SentenceEncoder:
         if max_length is None:
             max_length = _sentence_max_length(folder) or self.model.config.max_position_embeddings
         self.max_length = int(max_length)
+
+    @classmethod
+    def from_model(cls, model, tokenizer, max_length: int | None = None, folder=None) -> "SentenceEncoder":
+        """An encoder of a model already loaded: a `BertModel`, or a BERT with a task head (its ``.bert`` is
+        used). ``max_length``: by default the ``max_seq_length`` of ``folder``'s sentence_bert_config.json
+        where there is one, else the model's max_position_embeddings."""
+        from pathlib import Path
+
+        bert = bert_encoder(model)
+        if bert is None:
+            raise TypeError(f"SentenceEncoder needs a BERT model, got a {type(model).__name__}")
+        self = cls.__new__(cls)
+        self.model, self.tokenizer = bert.eval(), tokenizer
+        if max_length is None:
+            max_length = (_sentence_max_length(Path(folder)) if folder is not None else None) \
+                or bert.config.max_position_embeddings
+        self.max_length = int(max_length)
+        return self
 
     @property
     def dim(self) -> int:
@@ -115,13 +150,19 @@ def _encoder(model: str) -> SentenceEncoder:
     return SentenceEncoder(model)
 
 
-def encode(sentences: str | Sequence[str], model: str = DEFAULT_MODEL, batch_size: int = 32,
+def _as_encoder(model: "str | SentenceEncoder") -> SentenceEncoder:
+    return model if isinstance(model, SentenceEncoder) else _encoder(str(model))
+
+
+def encode(sentences: str | Sequence[str], model: "str | SentenceEncoder" = DEFAULT_MODEL, batch_size: int = 32,
            normalize: bool = True) -> np.ndarray:
-    """(N, 384) L2-normalised sentence embeddings with all-MiniLM-L6-v2 (the model is loaded once)."""
-    return _encoder(str(model)).encode(sentences, batch_size=batch_size, normalize=normalize)
+    """(N, 384) L2-normalised sentence embeddings with all-MiniLM-L6-v2 (the model is loaded once), or with
+    ``model``: another folder or name, or a `SentenceEncoder`."""
+    return _as_encoder(model).encode(sentences, batch_size=batch_size, normalize=normalize)
 
 
-def similarity_example(sentences: Sequence[str] = SIMILARITY_EXAMPLE, model: str = DEFAULT_MODEL) -> dict:
+def similarity_example(sentences: Sequence[str] = SIMILARITY_EXAMPLE,
+                       model: "str | SentenceEncoder" = DEFAULT_MODEL) -> dict:
     """The embeddings' cosine similarities for a few sentences, and each one's nearest neighbour."""
     v = encode(list(sentences), model)
     sim = cosine_similarity(v)
@@ -131,13 +172,13 @@ def similarity_example(sentences: Sequence[str] = SIMILARITY_EXAMPLE, model: str
 
 
 @no_grad()
-def section_3_2(text: str = SECTION_3_2_TEXT, model: str = DEFAULT_MODEL) -> dict:
+def section_3_2(text: str = SECTION_3_2_TEXT, model: "str | SentenceEncoder" = DEFAULT_MODEL) -> dict:
     """The chapter's 3.2: tokenize a sentence, run the pretrained BERT, report the output shapes.
 
     Returns tokens, input_ids (1, T), last_hidden_state (1, T, 384) and
     pooler_output (1, 384) as NumPy arrays, and their shapes.
     """
-    enc = _encoder(str(model))
+    enc = _as_encoder(model)
     batch = enc.tokenizer([text])
     out = enc.model(batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"))
     ids = batch["input_ids"]

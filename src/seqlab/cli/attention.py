@@ -28,7 +28,7 @@ import re
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from seqlab.cli._text import add_truncation_argument, check_text, check_vocabulary, fit_to_model
 
@@ -131,14 +131,36 @@ def fit_inputs(model: Any, tokenizer: Any, text: str, pair: str | None, target: 
 
 # ---------------------------------------------------------------- loading a model and its tokenizer
 
-def load_model(spec: str, checkpoint: str | None = None) -> tuple[Any, Any, str]:
+def check_model_spec(spec: str, option: str = "--model",
+                     accepts: str = "a model folder, a run folder or a pretrained name") -> None:
+    """One clear error for a --model (or MODEL_DIR) that names no folder at all: an empty value (`UsageError`,
+    exit 2), or a file such as a model.safetensors (`CheckpointError`, with its folder named when that folder
+    holds the model). ``accepts`` says what the option takes."""
+    from seqlab.cli.main import UsageError
+    from seqlab.errors import CheckpointError
+    from seqlab.hub.pretrained import CONFIG_NAME
+
+    if not str(spec).strip():
+        raise UsageError(f"{option} must not be empty; give {accepts}")
+    path = Path(spec).expanduser()
+    if path.exists() and not path.is_dir():
+        folder = path.parent
+        hint = f"; did you mean its folder {folder}?" if (folder / CONFIG_NAME).is_file() else ""
+        raise CheckpointError(f"{option} {spec} is a file; give {accepts}{hint}")
+
+
+def load_model(spec: str, checkpoint: str | None = None, *,
+               check_run: Callable[[Any, Any], None] | None = None) -> tuple[Any, Any, str]:
     """(model in eval mode, tokenizer, a short label) for --model.
 
     ``spec``: a known pretrained name ("minilm"), a Hugging Face folder (the
     class from ``model_type`` via `seqlab.models.AutoModel`), a `seqlab train`
     run folder (config.json with "task"; tokenizer from RUN_DIR/tokenizer or the
-    run's pretrained name; ``checkpoint``: its "best" (the default) or "latest" weights), or a seqlab model folder (see `NATIVE_MODELS`; a
-    Seq2Seq folder with src_tokenizer/ and tgt_tokenizer/ gives the pair (source, target) as its tokenizer).
+    run's pretrained name; ``checkpoint``: its "best" (the default) or "latest" weights), or a seqlab model
+    folder (see `NATIVE_MODELS`; a Seq2Seq folder with src_tokenizer/ and tgt_tokenizer/ gives the pair
+    (source, target) as its tokenizer). An empty ``spec`` or a file is refused first (`check_model_spec`).
+    ``check_run(model, run)`` refuses a run's model that the command cannot use, before the run's tokenizer
+    loads; by default (`seqlab attention`) a model that returns no attention weights is refused as such.
     """
     from seqlab.errors import CheckpointError, ConfigError
     from seqlab.hub import PRETRAINED_NAMES, read_config, resolve
@@ -149,9 +171,8 @@ def load_model(spec: str, checkpoint: str | None = None) -> tuple[Any, Any, str]
             raise ConfigError(f"--checkpoint {checkpoint} picks a seqlab run's weights, but {spec} is not a run "
                               f"folder (it has one set of weights)")
 
+    check_model_spec(spec)
     path = Path(spec).expanduser()
-    if path.exists() and not path.is_dir():
-        raise CheckpointError(f"--model {spec} is a file; give a model folder, a run folder or a pretrained name")
     if not path.is_dir():
         if spec in PRETRAINED_NAMES:
             not_a_run()
@@ -160,7 +181,7 @@ def load_model(spec: str, checkpoint: str | None = None) -> tuple[Any, Any, str]
         raise CheckpointError(f"model folder {spec} does not exist (and {spec!r} is not a known pretrained "
                               f"name: {known})")
     if is_run_folder(path):
-        return _load_run(path, checkpoint or "best")
+        return _load_run(path, checkpoint or "best", check_run)
     if not (path / "config.json").is_file():
         raise CheckpointError(f"{path} has no config.json: expected a Hugging Face model folder "
                               f"(config.json + model.safetensors) or a seqlab run folder{subfolder_hint(path)}")
@@ -206,14 +227,18 @@ def is_run_folder(path: Path) -> bool:
     return "task" in config and "config" in config
 
 
-def _load_run(run_dir: Path, checkpoint: str) -> tuple[Any, Any, str]:
+def _load_run(run_dir: Path, checkpoint: str,
+              check_run: Callable[[Any, Any], None] | None = None) -> tuple[Any, Any, str]:
     """(model, tokenizer, label) of a run folder's `checkpoint` weights."""
     from seqlab.train.runs import load_run
 
     from seqlab.viz.extract import attention_kind
 
     run = load_run(run_dir, which=checkpoint)
-    attention_kind(run.task.model)  # a model without attention (toy-classifier's MLP) says so, not "no tokenizer"
+    if check_run is None:  # a model without attention (toy-classifier's MLP) says so, not "no tokenizer"
+        attention_kind(run.task.model)
+    else:
+        check_run(run.task.model, run)
     return run.task.model, run_tokenizer(run_dir, run), f"{run.task_name} run, {run.checkpoint} weights"
 
 

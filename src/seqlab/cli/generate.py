@@ -17,8 +17,11 @@ import argparse
 from pathlib import Path
 
 from seqlab.cli._args import int_at_least
-from seqlab.cli.attention import is_run_folder, run_tokenizer
+from seqlab.cli.attention import check_model_spec, is_run_folder, run_tokenizer
 from seqlab.cli._text import add_truncation_argument, check_text, check_vocabulary, note
+
+
+ACCEPTS = "a GPT-2 or T5 Hugging Face folder or a shakespeare-gpt run folder"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -64,6 +67,8 @@ def run(args) -> int:
     names = ["--prompt" if len(args.prompt) == 1 else f"--prompt {i + 1}" for i in range(len(args.prompt))]
     for name, prompt in zip(names, args.prompt):
         check_text(prompt, name)
+    # an empty MODEL_DIR, or a file (a model.safetensors): one line, before the list of pretrained names (BERTs)
+    check_model_spec(args.model_dir, "MODEL_DIR", ACCEPTS)
     path = Path(args.model_dir).expanduser()
     if is_run_folder(path):
         from seqlab.errors import CheckpointError
@@ -83,8 +88,7 @@ def run(args) -> int:
         if not path.exists() and args.model_dir not in PRETRAINED_NAMES:  # its list names BERTs: none generate
             from seqlab.errors import CheckpointError
 
-            raise CheckpointError(f"model folder {args.model_dir} does not exist; give a GPT-2 or T5 Hugging Face "
-                                  f"folder or a shakespeare-gpt run folder")
+            raise CheckpointError(f"model folder {args.model_dir} does not exist; give {ACCEPTS}")
         folder = resolve(args.model_dir)
         model = AutoModel.from_pretrained(folder)
         tok = None
