@@ -56,7 +56,7 @@ def test_steps_are_a_list_with_unique_names():
 
 def test_demo_rejects_a_budget_of_no_time(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path), "--minutes", "0"]) == 2
-    assert "--minutes must be > 0, got 0.0" in capsys.readouterr().err
+    assert "--minutes: must be a finite number > 0, got 0" in capsys.readouterr().err
 
 
 def test_demo_stops_on_a_data_dir_that_does_not_exist(tmp_path, capsys):

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import sys
 from typing import Callable
 
 
@@ -18,6 +20,35 @@ def int_at_least(lowest: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def finite_float(lowest: float, *, above: bool = False) -> Callable[[str], float]:
+    """An argparse `type`: a finite number >= `lowest` (> `lowest` with ``above``): 'argument --minutes:
+    must be a finite number > 0, got inf' otherwise. inf and nan are refused, never read as 'no limit'."""
+    rule = f"a finite number {'>' if above else '>='} {lowest:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expects a number, got {text!r}") from None
+        if not math.isfinite(value) or (value <= lowest if above else value < lowest):
+            raise argparse.ArgumentTypeError(f"must be {rule}, got {value:g}")
+        return value
+
+    return parse
+
+
+def add_progress_argument(p: argparse.ArgumentParser, without: str) -> None:
+    """--progress / --no-progress, read by `wants_bar`; `without` says what the command shows without a bar."""
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help=f"a progress bar on stderr (default: on a terminal); {without}")
+
+
+def wants_bar(flag: bool | None) -> bool:
+    """Whether to draw a progress bar: as --progress / --no-progress say, else only when stderr is a terminal
+    (a log file or a pipe does not fill with redraws). `seqlab train` and `seqlab demo` share this rule."""
+    return sys.stderr.isatty() if flag is None else bool(flag)
 
 
 def usable_cores() -> int:

@@ -16,11 +16,16 @@ for the other steps); without data they train on built-in synthetic tasks and
 say so (a --data-dir that does not exist is an error, not a reason to). The
 steps themselves live in `seqlab.tour` (and step `mlp`'s in
 `seqlab.cli.spirals`, re-exported here); this file prints.
+
+Progress bars go to stderr by `seqlab train`'s rule (`seqlab.cli._args.wants_bar`): with --progress, or by
+default only when stderr is a terminal; the steps' lines go to stdout either way. --minutes is a finite
+number > 0 (inf and nan are refused before anything is written).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import pathlib
 import time
@@ -29,7 +34,7 @@ from typing import Callable
 
 import numpy as np
 
-from seqlab.cli._args import check_threads, int_at_least
+from seqlab.cli._args import add_progress_argument, check_threads, finite_float, int_at_least, wants_bar
 from seqlab.folders import make_folder
 from seqlab.cli.spirals import (MLPResult, accuracy, build_mlp, make_spirals,  # noqa: F401  (public here too)
                                 plot_decision_boundary, plot_loss, train_mlp)
@@ -49,6 +54,7 @@ class Context:
     results: dict = field(default_factory=dict)
     written: list[tuple[str, pathlib.Path]] = field(default_factory=list)   # (what, path) for the summary
     failed: list[str] = field(default_factory=list)                         # self-checks that failed
+    bars: bool = False                      # progress bars on stderr (`wants_bar`: --progress, else a terminal)
 
     def left_s(self) -> float:
         return self.args.minutes * 60 - (time.monotonic() - self.start)
@@ -67,17 +73,30 @@ AFTER_TRAINING_S = {"sentiment": 12.0, "gpt": 20.0}
 
 
 class TrainingBar:
-    """A tqdm bar over a training's time budget, the trainer's callback: seconds, step and loss."""
+    """A tqdm bar over a training's time budget, the trainer's callback: seconds, step and loss.
 
-    def __init__(self, desc: str, minutes: float):
+    A training that reaches its max_steps before the budget ends the bar there, at 100% of the seconds it
+    took ("100%| 19/19 s step 417/417"), rather than leaving it part-way while evaluation and sampling run.
+    """
+
+    def __init__(self, desc: str, minutes: float, enabled: bool = True):
         from tqdm import tqdm
 
         self.bar = tqdm(total=round(minutes * 60, 1), desc=desc, unit="s", leave=False, mininterval=0.5,
-                        bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s {postfix}")
+                        disable=not enabled,
+                        bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s{postfix}")
 
     def __call__(self, trainer, row: dict) -> None:
+        if self.bar.disable:
+            return
+        last = row["step"] >= trainer.config.max_steps
         self.bar.update(max(0.0, min(self.bar.total, trainer.elapsed()) - self.bar.n))
-        self.bar.set_postfix_str(f"step {row['step']}, loss {row['loss']:.3f}")
+        # the postfix is drawn with the bar's next timed refresh (a forced one each step only floods a log)
+        self.bar.set_postfix_str(f"step {row['step']}/{trainer.config.max_steps}, loss {row['loss']:.3f}",
+                                 refresh=last)
+        if last and self.bar.n < self.bar.total:  # done before the budget: the bar ends at what it took
+            self.bar.total = max(self.bar.n, 0.1)
+            self.bar.refresh()
 
     def close(self) -> None:
         self.bar.close()
@@ -125,12 +144,18 @@ def step_mlp(ctx: Context) -> list[str]:
 
     steps = ctx.args.mlp_steps
     report_every = max(1, steps // 5)
-    bar = tqdm(total=steps, desc="MLP on two spirals", unit="step", leave=False, mininterval=0.5)
+    bar = tqdm(total=steps, desc="MLP on two spirals", unit="step", leave=False, mininterval=0.5,
+               disable=not ctx.bars)
 
     def on_step(step: int, loss: float) -> None:
+        if step == 0:
+            # The first step carries the setup and the kernels' first-call compilation (seconds, against
+            # milliseconds for each step after it): the bar's clock starts after it, or its rate (a moving
+            # average) would read the first step's for most of the run.
+            bar.reset()
         bar.update(1)
         if step % 10 == 0:
-            bar.set_postfix(loss=f"{loss:.4f}")
+            bar.set_postfix(loss=f"{loss:.4f}", refresh=False)  # shown with the next timed refresh
         if step == 0 or (step + 1) % report_every == 0:
             tqdm.write(f"  step {step + 1:5d}  loss {loss:.4f}")
 
@@ -207,7 +232,7 @@ def _train_on_data(ctx: Context, name: str, data: str, missing: Callable, instea
     if over:
         print(f"  (--minutes {ctx.args.minutes:g} may leave too little for the steps still to come; this "
               f"training keeps at least half its share, so the tour may run past its budget)", flush=True)
-    bar = TrainingBar(desc, minutes)
+    bar = TrainingBar(desc, minutes, ctx.bars)
     try:
         r = train(ctx.out, minutes, ctx.args.data_dir, ctx.args.seed, callbacks=[bar], synthetic=error is not None)
     finally:
@@ -258,9 +283,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", type=pathlib.Path, metavar="DIR",
                    help="local dataset folder (default: $SEQLAB_DATA, else download; without data the training "
                         "steps use built-in synthetic tasks)")
-    p.add_argument("--minutes", type=float, default=4.5, metavar="M",
-                   help="time budget of the whole tour (default 4.5; the SST-2 training gets 44%%, the GPT 33%%, "
-                        "and at least half of that when the budget is too small for the other steps)")
+    p.add_argument("--minutes", type=finite_float(0, above=True), default=4.5, metavar="M",
+                   help="time budget of the whole tour, a finite number > 0 (default 4.5; the SST-2 training gets "
+                        "44%%, the GPT 33%%, and at least half of that when the budget is too small for the other "
+                        "steps)")
     p.add_argument("--steps", default=",".join(s.name for s in STEPS),
                    help="comma-separated tour steps to run (default: all of " + ", ".join(s.name for s in STEPS) + ")")
     p.add_argument("--seed", type=int_at_least(0), default=0,
@@ -269,6 +295,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--blas-threads", type=int, default=1, metavar="N",
                    help="threads of NumPy's BLAS during the tour (default 1: the tour's models are small, and on a "
                         "busy machine more threads wait on each other; 0 = leave it as it is)")
+    add_progress_argument(p, "without it the steps' lines still go to stdout")
 
 
 def summary(ctx: Context) -> list[str]:
@@ -306,8 +333,8 @@ def run(args: argparse.Namespace) -> int:
     if unknown or not wanted:
         raise UsageError(f"unknown demo step(s) {', '.join(unknown) or repr(args.steps)}; "
                          f"choose from {', '.join(known)}")
-    if not args.minutes > 0:
-        raise UsageError(f"--minutes must be > 0, got {args.minutes}")
+    if not (math.isfinite(args.minutes) and args.minutes > 0):  # as the option's type says (run() called directly)
+        raise UsageError(f"--minutes must be a finite number > 0, got {args.minutes:g}")
     if args.blas_threads < 0:
         raise UsageError(f"--blas-threads must be >= 0, got {args.blas_threads}")
     check_threads(args.blas_threads, "--blas-threads")
@@ -318,7 +345,7 @@ def run(args: argparse.Namespace) -> int:
     from seqlab import tour
 
     out = make_folder(pathlib.Path(args.out))
-    ctx = Context(args, out, wanted)
+    ctx = Context(args, out, wanted, bars=wants_bar(getattr(args, "progress", None)))
     with tour.blas_threads(args.blas_threads or None) as threads:
         # the budget goes to the two training steps; without them the tour takes seconds, not the budget
         when = (f"in about {args.minutes:g} minute{'' if args.minutes == 1 else 's'}"

@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from seqlab.cli._args import int_at_least
+from seqlab.cli._args import add_progress_argument, finite_float, int_at_least, wants_bar
 from seqlab.train.tasks import TASKS
 
 
@@ -24,21 +24,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, metavar="FILE.toml", help="settings file (flat keys or [tables])")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one setting (repeatable)")
     p.add_argument("--resume", action="store_true", help="continue the run in RUN_DIR from its latest checkpoint")
-    p.add_argument("--max-minutes", type=float, metavar="M", help="training time budget (summed over resumes)")
+    p.add_argument("--max-minutes", type=finite_float(0), metavar="M",
+                   help="training time budget in minutes, a finite number >= 0 (0 = no limit; summed over resumes)")
     p.add_argument("--seed", type=int_at_least(0), help="random seed (init, dropout, data order)")
     p.add_argument("--data-dir", type=Path, metavar="DIR", help="local dataset folder (default: $SEQLAB_DATA or download)")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="a progress bar on stderr (default: on a terminal); without it the evaluation lines "
-                        "and notices still go to stderr, one per line")
+    add_progress_argument(p, "without it the evaluation lines and notices still go to stderr, one per line")
     p.add_argument("--print-config", action="store_true",
                    help="print the task's resolved settings as TOML (a --config file) and exit")
 
 
 def _progress(flag: bool | None) -> bool | str:
     """The trainer's `progress`: a bar when asked or on a terminal, otherwise plain lines (logs, pipes)."""
-    if flag is None:
-        flag = sys.stderr.isatty()
-    return True if flag else "lines"
+    return True if wants_bar(flag) else "lines"
 
 
 def _layers(args) -> list[tuple[dict, str]]:

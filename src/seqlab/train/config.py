@@ -66,27 +66,57 @@ PROBABILITY = Bound(0, 1)                  # dropout
 
 def setting_choices(cls: type) -> dict[str, tuple[str, ...]]:
     """The allowed values of each string setting of a config class: its CHOICES merged over its bases."""
-    choices: dict[str, tuple[str, ...]] = {}
+    return _merged(cls, "CHOICES")
+
+
+def _merged(cls: type, name: str) -> dict:
+    """The class attribute `name` (a dict) of `cls` merged over its bases, the subclass's entries winning."""
+    merged: dict = {}
     for c in reversed(cls.__mro__):
-        choices.update(vars(c).get("CHOICES", {}))
-    return choices
+        merged.update(vars(c).get(name, {}))
+    return merged
 
 
 def check_settings(config: Any) -> None:
-    """ConfigError naming the first setting of `config` outside its class's BOUNDS or CHOICES (merged over
-    the class's bases, so a task's Config adds to TrainConfig's)."""
-    bounds: dict[str, Bound] = {}
-    for cls in reversed(type(config).__mro__):
-        bounds.update(vars(cls).get("BOUNDS", {}))
-    choices = setting_choices(type(config))
-    for name, bound in bounds.items():
+    """ConfigError naming the first setting of `config` outside its class's BOUNDS, CHOICES or DIVISIBLE
+    (each merged over the class's bases, so a task's Config adds to TrainConfig's), or turning on
+    gradient checkpointing for a task whose model has none (GRADIENT_CHECKPOINTING = False)."""
+    for name, bound in _merged(type(config), "BOUNDS").items():
         value = getattr(config, name)
         if not bound.holds(value):
             note = f" ({bound.note})" if bound.note else ""
-            raise ConfigError(f"{name} must be {bound.text()}{note}, got {value}")
-    for name, allowed in choices.items():
+            # an interval ("in [0, 1)") says it is finite; an open end (">= 0") does not: inf is not "no limit"
+            finite = "a finite number" if not math.isfinite(value) and None in (bound.min, bound.max) else ""
+            rule = " ".join(part for part in (finite, bound.text()) if part)
+            raise ConfigError(f"{name} must be {rule}{note}, got {value}")
+    for name, allowed in setting_choices(type(config)).items():
         if getattr(config, name) not in allowed:
             raise ConfigError(f"{name} must be one of {', '.join(allowed)}, got {getattr(config, name)!r}")
+    for width, heads in _merged(type(config), "DIVISIBLE").items():
+        if getattr(config, width) % getattr(config, heads):
+            raise ConfigError(f"{width} ({getattr(config, width)}) must be divisible by {heads} "
+                              f"({getattr(config, heads)})")
+    if config.gradient_checkpointing and type(config).GRADIENT_CHECKPOINTING is False:
+        raise ConfigError(no_gradient_checkpointing(type(config)))
+
+
+def no_gradient_checkpointing(cls: type) -> str:
+    """The refusal of gradient_checkpointing = true for the task whose Config is `cls`, naming the tasks that
+    have it (read from the registry, so the list cannot go stale)."""
+    from seqlab.train.tasks import TASKS, get_task
+
+    task = next((name for name, module in TASKS.items() if module == cls.__module__), None)
+    able = [name for name in TASKS if getattr(get_task(name).Config, "GRADIENT_CHECKPOINTING", None) is True]
+    who = f"task {task!r}" if task else cls.__name__
+    return (f"gradient_checkpointing: the model of {who} has no gradient checkpointing; the GPT and BERT "
+            f"tasks have it ({', '.join(able)})")
+
+
+def check_rope_heads(config: Any, width: str, heads: str, positional: str = "positional") -> None:
+    """RoPE rotates pairs of features within each head: refuse an odd head dimension before a model is built."""
+    if getattr(config, positional) == "rope" and (getattr(config, width) // getattr(config, heads)) % 2:
+        raise ConfigError(f"{positional} = 'rope' needs an even head dimension {width} / {heads}, got "
+                          f"{getattr(config, width) // getattr(config, heads)}")
 
 
 @dataclass
@@ -130,6 +160,12 @@ class TrainConfig:
     }
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
         "optimizer": OPTIMIZERS, "schedule": SCHEDULES, "metric_mode": ("min", "max")}
+    # {width: heads}: settings whose first must be a multiple of the second (d_model and nhead)
+    DIVISIBLE: ClassVar[dict[str, str]] = {}
+    # Whether the task's model has gradient checkpointing: every registered task says True or False, so that
+    # gradient_checkpointing = true is refused with the settings, before a run folder or vocabulary is made;
+    # None (a TrainConfig used directly) leaves the check to the Trainer.
+    GRADIENT_CHECKPOINTING: ClassVar[bool | None] = None
 
     def __post_init__(self) -> None:
         check_settings(self)

@@ -69,6 +69,41 @@ def _run_record(run_dir: Path) -> dict:
     return record
 
 
+class _Undo:
+    """What a new run writes into its folder before training starts, so that a failure there leaves the folder
+    as it was: the entries the run adds are removed again, then the folders it created while empty.
+
+    A vocabulary left by an earlier start that failed before its first checkpoint (built from other settings,
+    perhaps) is moved aside, not reused unseen: the run builds its own, and the old one comes back if the run
+    fails before training (and is deleted once it starts). Only the process that writes (rank 0) touches files.
+    """
+
+    def __init__(self, out: Path, created: list[Path], owner: bool = True):
+        self.out, self.created, self.owner = out, created, owner
+        self.stale: Path | None = None
+        if owner and (out / TOKENIZER_DIR).exists():
+            self.stale = out / f".stale-{TOKENIZER_DIR}-{os.getpid()}"
+            shutil.rmtree(self.stale, ignore_errors=True)
+            os.replace(out / TOKENIZER_DIR, self.stale)
+        self.before = set(os.listdir(out)) if owner else set()  # the stale vocabulary among them, under its new name
+
+    def revert(self) -> None:
+        if self.owner:
+            for name in set(os.listdir(self.out)) - self.before:
+                path = self.out / name
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
+            if self.stale is not None:
+                os.replace(self.stale, self.out / TOKENIZER_DIR)
+        remove_if_empty(self.created)
+
+    def commit(self) -> None:
+        if self.stale is not None:
+            shutil.rmtree(self.stale, ignore_errors=True)
+
+
 def resolve_config(task_name: str, layers: Iterable[tuple[Mapping[str, Any], str]]) -> Any:
     return build_config(get_task(task_name).Config, *layers)
 
@@ -86,7 +121,7 @@ def train(task_name: str | None, out: str | Path, layers: Iterable[tuple[Mapping
     out = Path(out)
     layers = list(layers)
     ckpt: Checkpoint | None = None
-    created: list[Path] = []  # folders this call makes for a new run
+    undo: _Undo | None = None  # what a new run wrote, removed again if it fails before training starts
     if resume:
         if latest_checkpoint(out) is None:
             raise CheckpointError(f"--resume: {out} has no checkpoint to resume from "
@@ -119,17 +154,14 @@ def train(task_name: str | None, out: str | Path, layers: Iterable[tuple[Mapping
     else:
         if task_name is None:
             raise ConfigError("a task name is needed to start a run")
-        config = resolve_config(task_name, layers)
+        config = resolve_config(task_name, layers)  # every setting checked before anything is written
         created = missing_folders(out)  # removed again if the run fails before it starts, while still empty
         _writable(out)
         latest = latest_checkpoint(out)
         if latest is not None:
             raise ConfigError(f"{out} already holds a run (checkpoint {latest.name}); pass --resume to continue it "
                               f"or choose another --out")
-        if distributed is None or distributed.is_main:
-            # A start that failed before its first checkpoint may have left the vocabulary it built, from
-            # other settings (vocab_size, corpus, ...): a new run builds its own rather than reuse it unseen.
-            shutil.rmtree(out / TOKENIZER_DIR, ignore_errors=True)
+        undo = _Undo(out, created, owner=distributed is None or distributed.is_main)
     try:
         module = get_task(task_name)
         seqlab.manual_seed(config.seed)
@@ -144,15 +176,19 @@ def train(task_name: str | None, out: str | Path, layers: Iterable[tuple[Mapping
                   "model_config": task.model_config, "info": task.info,
                   "parameters": int(task.model.num_parameters()),
                   "data_dir": str(Path(data_dir).resolve()) if data_dir else None}  # --resume needs no --data-dir
+        d_model = task.model_config.get("d_model") if isinstance(task.model_config, dict) else None
+        # the Trainer refuses what it cannot do (e.g. gradient checkpointing) before config.json is written
+        trainer = Trainer(task.model, task.optimizer_factory or make_optimizer(config), task.batches, task.loss_fn,
+                          config, out, schedule=task.schedule or make_schedule(config, d_model),
+                          evaluate=task.evaluate, run_config={k: record[k] for k in ("task", "config", "model_config")},
+                          distributed=distributed, progress=progress, callbacks=callbacks)
         write_json_atomic(out / RUN_CONFIG, record)
     except BaseException:
-        remove_if_empty(created)
+        if undo is not None:
+            undo.revert()
         raise
-    d_model = task.model_config.get("d_model") if isinstance(task.model_config, dict) else None
-    trainer = Trainer(task.model, task.optimizer_factory or make_optimizer(config), task.batches, task.loss_fn,
-                      config, out, schedule=task.schedule or make_schedule(config, d_model),
-                      evaluate=task.evaluate, run_config={k: record[k] for k in ("task", "config", "model_config")},
-                      distributed=distributed, progress=progress, callbacks=callbacks)
+    if undo is not None:
+        undo.commit()
     result = trainer.fit(resume=ckpt)
     extra: dict[str, Any] = {}
     if task.finish is not None and result.stopped != "interrupted" and trainer.dist.is_main:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from seqlab.errors import ConfigError
 from seqlab.train.config import COUNT, PROBABILITY
 from seqlab.train.tasks.base import Task, require
 from seqlab.train.tasks.translation import TranslationConfig, build_translation
@@ -42,6 +43,12 @@ class Config(TranslationConfig):
     BOUNDS: ClassVar = {**dict.fromkeys(("emb_dim", "enc_hidden", "dec_hidden", "attn_dim", "enc_layers"), COUNT),
                         "dropout": PROBABILITY}
     CHOICES: ClassVar = {"attention": ("additive", "dot", "general", "none"), "cell": ("gru", "lstm")}
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.attention == "dot" and self.dec_hidden != 2 * self.enc_hidden:  # scores h_dec · h_enc (both directions)
+            raise ConfigError(f"attention = 'dot' needs dec_hidden == 2 * enc_hidden, got dec_hidden={self.dec_hidden} "
+                              f"and enc_hidden={self.enc_hidden}")
 
 
 def build(config: Config, run_dir: Path | None = None, data_dir: Path | None = None, training: bool = True) -> Task:

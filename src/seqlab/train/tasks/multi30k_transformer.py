@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from seqlab.nn.positional import POSITIONAL_KINDS
-from seqlab.train.config import COUNT, PROBABILITY
+from seqlab.train.config import COUNT, PROBABILITY, check_rope_heads
 from seqlab.train.tasks.base import Task, require
 from seqlab.train.tasks.translation import TranslationConfig, build_translation
 
@@ -43,6 +43,11 @@ class Config(TranslationConfig):
     BOUNDS: ClassVar = {**dict.fromkeys(("d_model", "nhead", "num_encoder_layers", "num_decoder_layers",
                                          "dim_feedforward"), COUNT), "dropout": PROBABILITY}
     CHOICES: ClassVar = {"positional": POSITIONAL_KINDS}
+    DIVISIBLE: ClassVar = {"d_model": "nhead"}
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_rope_heads(self, "d_model", "nhead")
 
 
 def build(config: Config, run_dir: Path | None = None, data_dir: Path | None = None, training: bool = True) -> Task:

@@ -37,6 +37,8 @@ class PretrainConfig(TrainConfig):
     metric_mode: str = "min"
     # what the task's evaluation returns: a misspelled metric is refused before training, not at the first evaluation
     CHOICES: ClassVar = {"metric": ("val_loss",)}
+    DIVISIBLE: ClassVar = {"d_model": "nhead"}
+    GRADIENT_CHECKPOINTING: ClassVar = True  # BERT (mlm-pretrain) and GPT (clm-pretrain)
     corpus: str = "sst2+multi30k"   # 'sst2', 'multi30k' (English), joined with '+', or a UTF-8 file
     vocab_size: int = 8000
     max_len: int = 64               # tokens per example (MLM sentence / CLM window)

@@ -42,6 +42,8 @@ class Config(TrainConfig):
     metric_mode: str = "min"
     # what the task's evaluation returns: a misspelled metric is refused before training, not at the first evaluation
     CHOICES: ClassVar = {"metric": ("val_loss", "train_loss")}
+    DIVISIBLE: ClassVar = {"n_embd": "n_head"}
+    GRADIENT_CHECKPOINTING: ClassVar = True  # GPT
     block_size: int = 64
     n_layer: int = 4
     n_head: int = 4

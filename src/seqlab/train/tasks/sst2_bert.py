@@ -49,6 +49,7 @@ class Config(TrainConfig):
                         "layer_lr_decay": Bound(0, 1, open_min=True, note="1 = no decay"),
                         "max_train_examples": LIMIT, "max_dev_examples": LIMIT}
     CHOICES: ClassVar = {"metric": ("val_acc", "val_loss"), "pooling": ("mean", "cls")}
+    GRADIENT_CHECKPOINTING: ClassVar = True  # BERT
 
 
 def layer_lr_scale(num_layers: int, decay: float):

@@ -30,6 +30,7 @@ class ScratchConfig(TrainConfig):
     metric_mode: str = "max"
     # what the task's evaluation returns: a misspelled metric is refused before training, not at the first evaluation
     CHOICES: ClassVar = {"metric": ("val_acc", "val_loss")}
+    GRADIENT_CHECKPOINTING: ClassVar = False  # TransformerClassifier and the BiLSTM have none
     max_minutes: float = 20.0
 
 

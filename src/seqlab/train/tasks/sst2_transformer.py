@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from seqlab.models.classifier import POOLINGS
 from seqlab.nn.positional import POSITIONAL_KINDS
-from seqlab.train.config import COUNT, LIMIT, PROBABILITY
+from seqlab.train.config import COUNT, LIMIT, PROBABILITY, check_rope_heads
 from seqlab.train.tasks.base import Task, require
 from seqlab.train.tasks.sst2_scratch import ScratchConfig, build_scratch_task
 
@@ -44,6 +44,11 @@ class Config(ScratchConfig):
                                          "dim_feedforward"), COUNT),
                         "dropout": PROBABILITY, "max_train_examples": LIMIT, "max_dev_examples": LIMIT}
     CHOICES: ClassVar = {"positional": POSITIONAL_KINDS, "pooling": POOLINGS}
+    DIVISIBLE: ClassVar = {"d_model": "nhead"}
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_rope_heads(self, "d_model", "nhead")
 
 
 def make_model(config: Config, vocab_size: int, pad_token_id: int):

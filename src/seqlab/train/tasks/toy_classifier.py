@@ -49,6 +49,7 @@ class Config(TrainConfig):
     data_seed: int = 1234         # the synthetic data set (independent of `seed`)
     nan_at_step: int = 0          # fault injection for tests: the loss of this step is NaN (0 = never)
 
+    GRADIENT_CHECKPOINTING: ClassVar = False  # a bag-of-words MLP
     BOUNDS: ClassVar = {**dict.fromkeys(("dim", "hidden", "n_train", "n_dev"), COUNT), "dropout": PROBABILITY,
                         "data_seed": Bound(0), "nan_at_step": Bound(0, note="0 = never")}
 

@@ -35,6 +35,7 @@ class TranslationConfig(TrainConfig):
     metric_mode: str = "max"
     # what the task's evaluation returns: a misspelled metric is refused before training, not at the first evaluation
     CHOICES: ClassVar = {"metric": ("val_bleu", "val_loss")}
+    GRADIENT_CHECKPOINTING: ClassVar = False  # Seq2Seq and Translator have none
     vocab_size: int = 8000            # joint BPE over German + English
     max_len: int = 128                # tokens per side
     label_smoothing: float = 0.1
