@@ -322,3 +322,21 @@ def test_tensor_split_keywords_and_errors():
     assert isinstance(_both(lambda lib, x: x.tensor_split(0), INTS), ValueError)
     assert isinstance(_both(lambda lib, x: x.sum().tensor_split(2), INTS), ValueError)
     assert isinstance(_both(lambda lib, x: x.tensor_split(lib.tensor([1.0])), INTS), TypeError)
+
+
+@pytest.mark.parametrize("method, dtype", [("float", "float32"), ("double", "float64"), ("half", "float16"),
+                                           ("long", "int64"), ("int", "int32"), ("short", "int16"),
+                                           ("bool", "bool")])
+def test_dtype_methods_return_the_tensor_itself_when_it_has_the_dtype(method, dtype):
+    """torch's x.float() is x.to(float32): x itself when it is float32 already (an in-place change shows in
+    both), a new tensor otherwise; a float result keeps the graph, an integer one has none."""
+    for lib in (L, torch):
+        x = lib.zeros(3, dtype=getattr(lib, dtype))
+        assert getattr(x, method)() is x, (lib.__name__, method)
+        other = lib.zeros(3, dtype=lib.float64 if dtype != "float64" else lib.float32, requires_grad=True)
+        y = getattr(other, method)()
+        assert y is not other and str(y.dtype).replace("torch.", "") == dtype
+        assert y.requires_grad == (dtype.startswith("float")), (lib.__name__, method)
+    w = L.ones(2, requires_grad=True)
+    (w.double() * 3).sum().backward()
+    assert w.grad.tolist() == [3.0, 3.0]

@@ -253,6 +253,17 @@ def test_arithmetic_with_a_number_and_errors():
         seqlab.div(seqlab.tensor([1]), seqlab.tensor([0]), rounding_mode="trunc")
 
 
+@pytest.mark.parametrize("mode", ["floor", "trunc"])
+def test_rounded_div_by_zero_has_torchs_values_and_zero_gradient(mode):
+    """A float divisor of 0: ±inf / nan in the quotient, and still a gradient of exactly 0 (torch's), not nan."""
+    _check(lambda a, b: seqlab.div(a, b, rounding_mode=mode), lambda a, b: torch.div(a, b, rounding_mode=mode),
+           np.array([1.5, -2.0, 0.0, 3.0]), np.array([0.0, 0.0, 0.0, 2.0]))
+    a = seqlab.tensor([1.5, -2.0], requires_grad=True)
+    b = seqlab.tensor([0.0, 4.0], requires_grad=True)
+    seqlab.div(a, b, rounding_mode=mode).sum().backward()
+    assert a.grad.tolist() == [0.0, 0.0] and b.grad.tolist() == [0.0, 0.0]
+
+
 M = rng.standard_normal((3, 4, 2))
 
 

@@ -14,9 +14,8 @@ import numpy as np
 
 from seqlab import backend
 from seqlab import random as _random
-from seqlab.autograd.function import is_grad_enabled
 from seqlab.autograd.tensor import Tensor
-from seqlab.creation import _need_tensor, cat, where
+from seqlab.creation import _need_tensor, cat
 
 __all__ = ["add", "sub", "subtract", "mul", "multiply", "div", "divide", "neg", "clone", "all", "any", "std",
            "var", "norm", "t", "rsqrt", "reciprocal", "masked_fill", "concat", "concatenate", "hstack", "vstack",
@@ -33,28 +32,23 @@ def _check_operands(name: str, input, other) -> None:
                         f"{type(other).__name__}")
 
 
-def _is_integral(x) -> bool:
-    kind = x.dtype.kind if hasattr(x, "dtype") else "f" if isinstance(x, (float, np.floating)) else "i"
-    return kind in "biu"
-
-
-def _scaled(name: str, input, other, alpha):
-    """alpha·other (other itself for alpha = 1); a float alpha with integer operands is refused, as torch."""
+def _first_tensor(name: str, input, other) -> tuple[Tensor, object]:
+    """(input, other) with input a Tensor: a number first (`add(2, t)`) becomes a tensor of the pair's
+    result dtype, so the Tensor method applies torch's rules to both."""
     _check_operands(name, input, other)
-    if isinstance(alpha, (float, np.floating)) and _is_integral(input) and _is_integral(other):
-        raise TypeError(f"{name}(): for integral input tensors, argument alpha must not be a floating point "
-                        f"number, got alpha={alpha}")
-    return other if alpha == 1 else alpha * other
+    return (input, other) if isinstance(input, Tensor) else _tensors(name, input, other)
 
 
 def add(input, other, *, alpha=1) -> Tensor:
-    """input + alpha·other (torch.add)."""
-    return input + _scaled("add", input, other, alpha)
+    """input + alpha·other (torch.add; `Tensor.add`)."""
+    a, b = _first_tensor("add", input, other)
+    return a.add(b, alpha=alpha)
 
 
 def sub(input, other, *, alpha=1) -> Tensor:
-    """input − alpha·other (torch.sub)."""
-    return input - _scaled("sub", input, other, alpha)
+    """input − alpha·other (torch.sub; `Tensor.sub`)."""
+    a, b = _first_tensor("sub", input, other)
+    return a.sub(b, alpha=alpha)
 
 
 subtract = sub
@@ -81,30 +75,11 @@ def _tensors(name: str, input, other) -> tuple[Tensor, Tensor]:
 
 
 def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
-    """torch.div: input / other (true division: integers give the default float dtype), or rounded:
-    rounding_mode='trunc' toward zero, 'floor' down (Python's `//`). The rounded quotient is piecewise
-    constant: its gradient is 0 (torch's), and integer operands stay integers."""
-    if rounding_mode is None:
-        _check_operands("div", input, other)
-        return input / other
-    if rounding_mode not in ("trunc", "floor"):
-        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
-                         f"{rounding_mode!r}")
-    a, b = _tensors("div", input, other)
-    with np.errstate(divide="ignore", invalid="ignore"):  # a float divisor of 0: ±inf or nan, as torch
-        if a.dtype.kind == "f" and rounding_mode == "trunc":
-            return (a / b).trunc()  # torch's trunc(a / b), gradient 0
-        q = a // b  # Python's floor division (NumPy's = torch's), integer zero divisors refused; no gradient
-        if a.dtype.kind != "f":
-            if rounding_mode == "floor":
-                return q
-            r = (a.data % b.data) != 0
-            return Tensor(q.data + (r & ((a.data < 0) != (b.data < 0))).astype(q.dtype))  # toward zero
-        if (a.requires_grad or b.requires_grad) and is_grad_enabled():
-            # q's values, with floor(a / b)'s zero gradient: where() takes none of the first operand's values
-            never = backend.xp_of(q.data).zeros(q.shape, dtype=bool)
-            q = where(never, (a / b).floor(), q)
-        return q
+    """torch.div (`Tensor.div`): input / other (true division: integers give the default float dtype), or
+    rounded: rounding_mode='trunc' toward zero, 'floor' down (Python's `//`), with gradient 0 and integer
+    operands staying integers."""
+    a, b = _first_tensor("div", input, other)
+    return a.div(b, rounding_mode=rounding_mode)
 
 
 divide = div

@@ -117,27 +117,28 @@ class ConversionMethods:
             return Tensor._from_op(self.data.astype(dtype), None)
         return Cast.apply(self, dtype=dtype)
 
+    # As torch's: each is `self.to(dtype)`, so a tensor that has the dtype already is returned itself (no copy).
     def float(self) -> "Tensor":
-        return self.astype(np.float32)
+        return self.to(dtype=np.float32)
 
     def double(self) -> "Tensor":
-        return self.astype(np.float64)
+        return self.to(dtype=np.float64)
+
+    def half(self) -> "Tensor":
+        return self.to(dtype=np.float16)
 
     def long(self) -> "Tensor":
-        return Tensor(self.data.astype(np.int64))
-
-    def bool(self) -> "Tensor":
-        return Tensor(self.data.astype(bool))
+        return self.to(dtype=np.int64)
 
     def int(self) -> "Tensor":
         """int32, as torch's .int() (.long() is int64)."""
-        return Tensor(self.data.astype(np.int32))
+        return self.to(dtype=np.int32)
 
     def short(self) -> "Tensor":
-        return Tensor(self.data.astype(np.int16))
+        return self.to(dtype=np.int16)
 
-    def half(self) -> "Tensor":
-        return self.astype(np.float16)
+    def bool(self) -> "Tensor":
+        return self.to(dtype=bool)
 
     def type(self, dtype=None):
         """No argument: the type's name as torch's ('seqlab.FloatTensor', 'seqlab.cuda.LongTensor'). With a
