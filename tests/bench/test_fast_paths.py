@@ -64,8 +64,14 @@ def test_gelu_float32_against_torch(row_kernels):
     ours = F.gelu(seqlab.Tensor(x)).numpy()
     ref = x.astype(np.float64) * ndtr(x.astype(np.float64))
     theirs = torch.nn.functional.gelu(torch.from_numpy(x)).numpy()
-    # no further from the float64 truth than torch's own float32 kernel (plus one float32 ulp)
-    assert np.abs(ours - ref).max() <= np.abs(theirs - ref).max() + 6e-8
+    err, torch_err = np.abs(ours - ref), np.abs(theirs - ref)
+    # GELU = x·Φ(x) with Φ within 1.2e-7 (test above), then rounded to float32: how close NumPy's float32 tanh
+    # gets depends on the CPU (AVX-512 or AVX2 code), so the bound is Φ's, not a margin over torch's
+    half_ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64) / 2
+    assert (err <= np.abs(x) * 1.2e-7 + half_ulp).all()
+    # ...and its largest error is within one float32 ulp (at that value) of torch's own float32 kernel's
+    worst = err.argmax()
+    assert err[worst] <= torch_err.max() + 2 * half_ulp[worst]
 
 
 # ---- the engine tells forward whether a backward will run --------------------------------------
