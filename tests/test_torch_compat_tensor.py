@@ -340,3 +340,37 @@ def test_dtype_methods_return_the_tensor_itself_when_it_has_the_dtype(method, dt
     w = L.ones(2, requires_grad=True)
     (w.double() * 3).sum().backward()
     assert w.grad.tolist() == [3.0, 3.0]
+
+
+
+def test_an_empty_list_and_a_uint8_tensor_index_as_torchs():
+    """x[[]] takes no rows (NumPy would read the empty list as a float array and refuse it); a uint8 tensor is
+    a mask, as torch reads it (with a warning there and here), not a list of row numbers; both for reading,
+    writing and the gradient."""
+    import warnings
+    a = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    for index, warns in ((lambda lib: [], False), (lambda lib: lib.tensor([1, 0, 1], dtype=lib.uint8), True)):
+        got = []
+        for lib in (L, torch):
+            x = lib.tensor(a, requires_grad=True)
+            z = lib.zeros(3, 4)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                y = x[index(lib)]
+                if not warns:  # torch refuses to write through a uint8 mask (masked_fill_ takes bool only)
+                    z[index(lib)] = 1.0
+            assert len([w for w in caught if "uint8" in str(w.message)]) == (1 if warns else 0), lib.__name__
+            (y * 2).sum().backward()
+            got.append((tuple(y.shape), np.asarray(y.tolist()), np.asarray(x.grad if lib is L else x.grad.numpy()),
+                        np.asarray(z.tolist())))
+        (s1, v1, g1, z1), (s2, v2, g2, z2) = got
+        assert s1 == s2
+        np.testing.assert_array_equal(v1.reshape(s1), v2.reshape(s2))
+        np.testing.assert_array_equal(g1, g2)
+        np.testing.assert_array_equal(z1, z2)
+    with pytest.warns(UserWarning, match="uint8"):
+        assert L.tensor(a)[L.tensor([1, 0, 1], dtype=L.uint8)].shape == (2, 4)  # rows 0 and 2, not 1, 0, 1
+    z = L.zeros(3, 4)
+    with pytest.warns(UserWarning, match="uint8"):
+        z[L.tensor([1, 0, 1], dtype=L.uint8)] = 1.0  # seqlab writes through it as the mask it reads
+    assert z.sum().item() == 8.0

@@ -15,6 +15,7 @@ diagonals and products, running ops, reductions, sorting).
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -886,7 +887,14 @@ def _index_arrays(index, device: str):
     """An index with its Tensors and lists as arrays, each array on `device` (host index arrays are copied
     to the GPU for a GPU tensor, whose gradient adds into them there)."""
     def one(i):
-        i = i.data if isinstance(i, Tensor) else (np.asarray(i) if isinstance(i, list) else i)
+        if isinstance(i, Tensor):
+            i = i.data
+            if i.dtype == np.uint8:  # torch reads a uint8 tensor as a mask (deprecated there), not as indices
+                warnings.warn("indexing with a uint8 tensor reads it as a mask, as torch does (which deprecates "
+                              "it); use a bool tensor", UserWarning, stacklevel=4)
+                i = i.astype(bool)
+        elif isinstance(i, list):
+            i = np.asarray(i) if i else np.zeros(0, dtype=np.int64)  # x[[]]: no rows, as torch (NumPy: float)
         return backend.to_device(i, device) if getattr(i, "ndim", 0) else i
 
     return tuple(one(i) for i in index) if isinstance(index, tuple) else one(index)
