@@ -121,3 +121,28 @@ def orthogonal_(t: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     if rows < cols:
         q = q.T
     return _fill(t, gain * q.reshape(t.shape))
+
+
+def eye_(t: Tensor) -> Tensor:
+    """The identity matrix (ones on the diagonal of a 2-d tensor, zeros elsewhere), as torch.nn.init.eye_:
+    a Linear that starts by passing its input through."""
+    if t.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return _fill(t, np.eye(*t.shape))
+
+
+def dirac_(t: Tensor, groups: int = 1) -> Tensor:
+    """A convolution weight (out, in, *kernel) that starts as the identity, as torch.nn.init.dirac_: in each
+    of `groups` blocks of out/groups output channels, channel d of the block reads input channel d at the
+    kernel's centre (index k // 2 on each axis), for d < min(out/groups, in); zeros elsewhere."""
+    if t.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    if t.shape[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    per_group = t.shape[0] // groups
+    d = np.arange(min(per_group, t.shape[1]))
+    centre = tuple(k // 2 for k in t.shape[2:])
+    values = np.zeros(t.shape)
+    for g in range(groups):
+        values[(g * per_group + d, d) + centre] = 1.0
+    return _fill(t, values)

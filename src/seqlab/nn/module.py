@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import warnings
 
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator
@@ -10,6 +11,8 @@ import numpy as np
 
 from seqlab import backend
 from seqlab.autograd import memory as _memory
+from seqlab.autograd.function import is_grad_enabled
+from seqlab.autograd.gather import gather_grads
 from seqlab.autograd.tensor import Tensor
 from seqlab.errors import StateDictError
 
@@ -67,16 +70,19 @@ IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_k
 _EMPTY: dict = {}  # a store a module not yet initialised lacks
 
 class RemovableHandle:
-    """What `register_forward_hook` returns: `.remove()` takes the hook off (also as a ``with`` block)."""
+    """What `register_forward_hook` (and the other module hooks) return: `.remove()` takes the hook off (also
+    as a ``with`` block)."""
 
     _next_id = 0
 
-    def __init__(self, hooks: "OrderedDict[int, Callable]") -> None:
-        self.hooks, self.id = hooks, RemovableHandle._next_id
+    def __init__(self, hooks: "OrderedDict[int, Callable]", extra: tuple = ()) -> None:
+        self.hooks, self.extra, self.id = hooks, extra, RemovableHandle._next_id
         RemovableHandle._next_id += 1
 
     def remove(self) -> None:
         self.hooks.pop(self.id, None)
+        for ids in self.extra:  # the hook's flags (with_kwargs, always_call)
+            ids.discard(self.id)
 
     def __enter__(self) -> "RemovableHandle":
         return self
@@ -98,6 +104,100 @@ def takes_device(cls):
 
     cls.__init__ = __init__
     return cls
+
+
+class _BackwardHooks:
+    """One call of a module with full backward hooks (torch's utils.hooks.BackwardHook).
+
+    The call's positional Tensor inputs that require grad, and its Tensor outputs, are each replaced by
+    aliases (`autograd.gather_grads`), so backward stops twice: at the outputs, once all their gradients
+    are in (the pre-hooks see and may replace grad_output), and at the inputs, once the gradients from
+    this call (not other uses of the same tensor) are complete (the hooks see grad_input and grad_output,
+    and may replace grad_input). The hook lists are those of the call (a hook removed later still runs for
+    a graph recorded before, as torch's).
+    """
+
+    def __init__(self, module: "Module", hooks: list, pre_hooks: list) -> None:
+        self.module, self.hooks, self.pre_hooks = module, hooks, pre_hooks
+        self.grad_outputs = None
+        self.n_inputs = self.n_outputs = 0
+        self.input_index = self.output_index = None  # positions of the aliased tensors (None: none)
+        self.input_like = ()  # (position, shape, dtype, array module) of every Tensor input, for zeros
+
+    def setup_inputs(self, args: tuple) -> tuple:
+        self.n_inputs = len(args)
+        index = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
+        if not index or not is_grad_enabled():
+            return args
+        self.input_index = index
+        self.input_like = tuple((i, a.shape, a.dtype, backend.xp_of(a.data))
+                                for i, a in enumerate(args) if isinstance(a, Tensor))
+        return self._replace(args, index, gather_grads([args[i] for i in index], self._on_input_grads))
+
+    def setup_outputs(self, result):
+        outs = result if isinstance(result, tuple) else (result,)
+        self.n_outputs = len(outs)
+        index = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
+        if not index or not is_grad_enabled():
+            return result
+        self.output_index = index
+        outs = self._replace(outs, index, gather_grads([outs[i] for i in index], self._on_output_grads))
+        return outs if isinstance(result, tuple) else outs[0]
+
+    @staticmethod
+    def _replace(values: tuple, index: list, aliases: list) -> tuple:
+        items = list(values)
+        for i, alias in zip(index, aliases):
+            items[i] = alias
+        return tuple(items) if type(values) is tuple else type(values)(*items)  # a namedtuple stays one
+
+    def _on_output_grads(self, grads: tuple):
+        """The outputs' gradients are in: grad_output (None where none came), the pre-hooks; and the hooks
+        here when no input requires grad (grad_input all None), since no input stop will come."""
+        packed = [None] * self.n_outputs
+        for i, g in zip(self.output_index, grads):
+            packed[i] = g
+        self.grad_outputs = tuple(packed)
+        for hook in self.pre_hooks:
+            changed = hook(self.module, self.grad_outputs)
+            if changed is None:
+                continue
+            if len(changed) != self.n_outputs:
+                raise RuntimeError(f"Backward pre hook returned an invalid number of grad_output, got "
+                                   f"{len(changed)}, but expected {self.n_outputs}")
+            self.grad_outputs = tuple(changed)
+        grad_outputs = self.grad_outputs
+        if self.input_index is None:
+            grad_inputs = (None,) * self.n_inputs
+            for hook in self.hooks:
+                changed = hook(self.module, grad_inputs, grad_outputs)
+                if changed is not None and not (isinstance(changed, tuple) and all(g is None for g in changed)):
+                    raise RuntimeError("Backward hook for Modules where no input requires gradient should always "
+                                       "return None or None for all gradients.")
+            self.grad_outputs = None
+        return [grad_outputs[i] for i in self.output_index]
+
+    def _on_input_grads(self, grads: tuple):
+        """This call's gradients w.r.t. its inputs are complete: the hooks see them with grad_output."""
+        if self.grad_outputs is None:  # the gradient came around the outputs' stop (torch's hook skips too)
+            return None
+        packed = [None] * self.n_inputs
+        for i, shape, dtype, xp in self.input_like:  # a Tensor input no gradient reached: zeros (torch's)
+            packed[i] = Tensor._from_op(xp.zeros(shape, dtype=dtype), None)
+        for i, g in zip(self.input_index, grads):
+            if g is not None:
+                packed[i] = g
+        grad_inputs = tuple(packed)
+        for hook in self.hooks:
+            changed = hook(self.module, grad_inputs, self.grad_outputs)
+            if changed is None:
+                continue
+            if len(changed) != self.n_inputs:
+                raise RuntimeError(f"Backward hook returned an invalid number of grad_input, got {len(changed)}, "
+                                   f"but expected {self.n_inputs}")
+            grad_inputs = tuple(changed)
+        self.grad_outputs = None
+        return [grad_inputs[i] for i in self.input_index]
 
 
 class Module:
@@ -228,25 +328,80 @@ class Module:
             mod = child
         return mod
 
-    # ---- hooks (torch's forward hooks: to look inside a model, e.g. at each layer's output) -----------
-    def register_forward_hook(self, hook: Callable, *, prepend: bool = False) -> RemovableHandle:
-        """`hook(module, args, output)` runs after each forward; a value it returns replaces the output."""
-        return self._add_hook("_forward_hooks", hook, prepend)
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at a dotted path ("encoder.layers.0.linear1.weight"), as torch's: AttributeError
+        when the path's module is missing or the name is not a parameter there."""
+        path, _, name = target.rpartition(".")
+        mod = self.get_submodule(path)
+        if name not in mod._parameters:
+            what = "a buffer" if name in mod._buffers else "a submodule" if name in mod._modules else None
+            if what is None and name not in mod.__dict__:
+                raise AttributeError(f"{type(mod).__name__} has no attribute {name!r} (looking for parameter "
+                                     f"{target!r})")
+            raise AttributeError(f"{target!r} is not an nn.Parameter" + (f" (it is {what})" if what else ""))
+        param = mod._parameters[name]
+        if param is None:  # declared absent, as bias=False (torch: getattr gives None, not a Parameter)
+            raise AttributeError(f"{target!r} is not an nn.Parameter (it is None)")
+        return param
 
-    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False) -> RemovableHandle:
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at a dotted path ("bn.running_mean"), as torch's: AttributeError when the path's module
+        is missing or the name is not a buffer there."""
+        path, _, name = target.rpartition(".")
+        mod = self.get_submodule(path)
+        if name not in mod._buffers:
+            what = "a parameter" if name in mod._parameters else "a submodule" if name in mod._modules else None
+            if what is None and name not in mod.__dict__:
+                raise AttributeError(f"{type(mod).__name__} has no attribute {name!r} (looking for buffer "
+                                     f"{target!r})")
+            raise AttributeError(f"{target!r} is not a buffer" + (f" (it is {what})" if what else ""))
+        return mod._buffers[name]
+
+    # ---- hooks (torch's module hooks: to look inside a model, e.g. at each layer's output or gradient) -----
+    def register_forward_hook(self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
+        """`hook(module, args, output)` runs after each forward (with_kwargs=True: `hook(module, args, kwargs,
+        output)`); a value it returns replaces the output. always_call=True: it runs even when forward raises
+        (its own error then silenced with a warning, as torch's)."""
+        flags = ("_forward_hooks_with_kwargs",) * with_kwargs + ("_forward_hooks_always_called",) * always_call
+        return self._add_hook("_forward_hooks", hook, prepend, flags)
+
+    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
         """`hook(module, args)` runs before each forward; a value it returns replaces the positional args (a
-        tuple, or one value)."""
-        return self._add_hook("_forward_pre_hooks", hook, prepend)
+        tuple, or one value). with_kwargs=True: `hook(module, args, kwargs)`, returning None or `(args, kwargs)`."""
+        return self._add_hook("_forward_pre_hooks", hook, prepend, ("_forward_pre_hooks_with_kwargs",) * with_kwargs)
 
-    def _add_hook(self, store: str, hook: Callable, prepend: bool) -> RemovableHandle:
-        hooks = self.__dict__.get(store)
+    def register_full_backward_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """`hook(module, grad_input, grad_output)` runs once per backward through each call of the module, when
+        the gradients w.r.t. its positional Tensor inputs are complete; a returned tuple replaces grad_input
+        (what flows on to the inputs). Both are tuples with an entry per positional argument / output, as
+        torch's: None for a non-Tensor and for an output no gradient reached, zeros for a Tensor input none
+        reached (one that needs no grad too), and grad_input all None when no input requires grad (the hook
+        then runs as soon as grad_output is in)."""
+        return self._add_hook("_backward_hooks", hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """`hook(module, grad_output)` runs before the module's backward; a returned tuple replaces grad_output."""
+        return self._add_hook("_backward_pre_hooks", hook, prepend)
+
+    def _add_hook(self, store: str, hook: Callable, prepend: bool, flags: tuple = ()) -> RemovableHandle:
+        """`flags`: the names of the sets of hook ids (as torch's `_forward_hooks_with_kwargs`) to put it in."""
+        d = self.__dict__
+        hooks = d.get(store)
         if hooks is None:  # made on first use: a module without hooks pays nothing in __call__
             hooks = OrderedDict()
             object.__setattr__(self, store, hooks)
-        handle = RemovableHandle(hooks)
+        for name in flags:
+            if name not in d:
+                object.__setattr__(self, name, set())
+        handle = RemovableHandle(hooks, tuple(d[name] for name in flags))
         hooks[handle.id] = hook
+        for ids in handle.extra:
+            ids.add(handle.id)
         if prepend:
             hooks.move_to_end(handle.id, last=False)
+        object.__setattr__(self, "_has_hooks", True)  # __call__ leaves its fast path
         return handle
 
     def named_parameters(self, prefix: str = "", recurse: bool = True,
@@ -417,23 +572,66 @@ class Module:
     def __call__(self, *args, **kwargs):
         if not _memory._applied:  # the first forward in the process, inference too: keep freed memory
             _memory.retain_freed_memory_once()
-        d = self.__dict__
-        if "_forward_hooks" not in d and "_forward_pre_hooks" not in d:
+        if "_has_hooks" not in self.__dict__:
             try:
                 return self.forward(*args, **kwargs)
             except Exception as exc:  # free when nothing is raised
                 _refuse_torch_inputs(self, args, kwargs, exc)
                 raise
-        for hook in list(d.get("_forward_pre_hooks", {}).values()):
-            changed = hook(self, args)
-            if changed is not None:
-                args = changed if isinstance(changed, tuple) else (changed,)
-        out = self.forward(*args, **kwargs)
-        for hook in list(d.get("_forward_hooks", {}).values()):
-            changed = hook(self, args, out)
-            if changed is not None:
-                out = changed
-        return out
+        return self._call_with_hooks(args, kwargs)
+
+    def _call_with_hooks(self, args: tuple, kwargs: dict):
+        """__call__ of a module that has (or had) hooks, in torch's order: forward pre-hooks, the backward
+        hooks' aliases of the inputs, forward, forward hooks, the aliases of the outputs."""
+        d = self.__dict__
+        result, called = None, set()
+        try:
+            kw_ids = d.get("_forward_pre_hooks_with_kwargs", ())
+            for hid, hook in list(d.get("_forward_pre_hooks", _EMPTY).items()):
+                if hid in kw_ids:
+                    changed = hook(self, args, kwargs)
+                    if changed is not None:
+                        if not (isinstance(changed, tuple) and len(changed) == 2):
+                            raise RuntimeError(f"forward pre-hook must return None or a tuple of (new_args, "
+                                               f"new_kwargs), but got {changed}.")
+                        args, kwargs = changed
+                else:
+                    changed = hook(self, args)
+                    if changed is not None:
+                        args = changed if isinstance(changed, tuple) else (changed,)
+            backward = None
+            if d.get("_backward_hooks") or d.get("_backward_pre_hooks"):  # the hooks as they are now (torch's)
+                backward = _BackwardHooks(self, list(d.get("_backward_hooks", _EMPTY).values()),
+                                          list(d.get("_backward_pre_hooks", _EMPTY).values()))
+                args = backward.setup_inputs(args)
+            result = self.forward(*args, **kwargs)
+            kw_ids, always = d.get("_forward_hooks_with_kwargs", ()), d.get("_forward_hooks_always_called", ())
+            for hid, hook in list(d.get("_forward_hooks", _EMPTY).items()):
+                if hid in always:
+                    called.add(hid)
+                changed = hook(self, args, kwargs, result) if hid in kw_ids else hook(self, args, result)
+                if changed is not None:
+                    result = changed
+            if backward is not None:
+                result = backward.setup_outputs(result)
+            return result
+        except Exception as exc:
+            # torch's always_call: those forward hooks not yet run see the failed call; their own errors are
+            # silenced (a warning), the first error is raised
+            always = d.get("_forward_hooks_always_called", ())
+            for hid, hook in list(d.get("_forward_hooks", _EMPTY).items()):
+                if hid not in always or hid in called:
+                    continue
+                try:
+                    kw_ids = d.get("_forward_hooks_with_kwargs", ())
+                    changed = hook(self, args, kwargs, result) if hid in kw_ids else hook(self, args, result)
+                    if changed is not None:
+                        result = changed
+                except Exception as hook_exc:
+                    warnings.warn(f"module forward hook with ``always_call=True`` raised an exception that was "
+                                  f"silenced as another error was raised in forward: {hook_exc}", stacklevel=2)
+            _refuse_torch_inputs(self, args, kwargs, exc)
+            raise
 
     def forward(self, *args, **kwargs):  # pragma: no cover - abstract
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
