@@ -479,3 +479,30 @@ def test_eye_and_dirac_refuse_as_torch(init, shape, kwargs):
     with pytest.raises(ValueError) as got:
         getattr(nn.init, init)(seqlab.zeros(*shape), **kwargs)
     assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_hooks_on_a_transformer_layers_feed_forward_run_as_torchs(activation):
+    """The layer fuses linear1's bias with the activation and dropout (`feed_forward_in`), which skipped
+    linear1's own call and so its hooks; with a hook on it the layer calls linear1, and its forward and
+    backward hooks see torch's values (and the layer's output is unchanged)."""
+    t, s = _pair(lambda: torch.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, activation=activation,
+                                                          batch_first=True),
+                 lambda: nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, activation=activation, batch_first=True))
+    with seqlab.no_grad():
+        before = s(_leaf(seqlab, X234, requires_grad=False)).numpy()
+    logs, outs = [], []
+    for lib, layer in ((torch, t), (seqlab, s)):
+        log, seen = [], []
+        layer.linear1.register_forward_hook(lambda mod, args, out, seen=seen: seen.append(_np(out)))
+        layer.linear1.register_full_backward_hook(_record(log, "linear1")[0])
+        x = _leaf(lib, X234)
+        y = layer(x)
+        (y * y).sum().backward()
+        logs.append(log)
+        outs.append((seen, _np(y)))
+    _same(logs[0], logs[1])
+    assert len(logs[1]) == 1 and len(outs[1][0]) == 1
+    np.testing.assert_allclose(outs[1][0][0], outs[0][0][0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(outs[1][1], outs[0][1], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(outs[1][1], before, rtol=1e-12, atol=1e-12)

@@ -122,13 +122,18 @@ class LazyLinear(Linear):
 FUSE_FEED_FORWARD = True  # False: `feed_forward_in` runs three ops (benchmarks/engine_ab.py --switch fused-ff)
 
 
+def _hooked(module) -> bool:
+    """Whether a module has had a hook registered (then it must be called, not fused past)."""
+    return "_has_hooks" in getattr(module, "__dict__", {})
+
+
 def feed_forward_in(x: Tensor, linear: Linear, activation, p: float = 0.0, training: bool = True) -> Tensor:
     """dropout(activation(linear(x)), p), a feed-forward block's first half. Where `activation` has a
     fused form (`F.fused_activation`: ReLU, the exact or the tanh GELU) and `linear` a bias, the bias,
     the activation and dropout are one op after the product (`F.linear_act_dropout`); else three."""
     name = F.fused_activation(activation) if FUSE_FEED_FORWARD else None
-    if name is None or linear.bias is None:
-        return F.dropout(activation(linear(x)), p, training)
+    if name is None or linear.bias is None or _hooked(linear) or _hooked(activation):
+        return F.dropout(activation(linear(x)), p, training)  # the modules called: their hooks run, as torch's
     return F.linear_act_dropout(x, linear.weight, linear.bias, name, p, training)
 
 
