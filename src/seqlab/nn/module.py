@@ -331,15 +331,7 @@ class Module:
     def get_parameter(self, target: str) -> Parameter:
         """The parameter at a dotted path ("encoder.layers.0.linear1.weight"), as torch's: AttributeError
         when the path's module is missing or the name is not a parameter there."""
-        path, _, name = target.rpartition(".")
-        mod = self.get_submodule(path)
-        if name not in mod._parameters:
-            what = "a buffer" if name in mod._buffers else "a submodule" if name in mod._modules else None
-            if what is None and name not in mod.__dict__:
-                raise AttributeError(f"{type(mod).__name__} has no attribute {name!r} (looking for parameter "
-                                     f"{target!r})")
-            raise AttributeError(f"{target!r} is not an nn.Parameter" + (f" (it is {what})" if what else ""))
-        param = mod._parameters[name]
+        param = self._member(target, "_parameters", "parameter", "an nn.Parameter")
         if param is None:  # declared absent, as bias=False (torch: getattr gives None, not a Parameter)
             raise AttributeError(f"{target!r} is not an nn.Parameter (it is None)")
         return param
@@ -347,15 +339,21 @@ class Module:
     def get_buffer(self, target: str) -> Tensor:
         """The buffer at a dotted path ("bn.running_mean"), as torch's: AttributeError when the path's module
         is missing or the name is not a buffer there."""
+        return self._member(target, "_buffers", "buffer", "a buffer")
+
+    def _member(self, target: str, store: str, kind: str, not_a: str):
+        """The entry of the module at target's path in its `store` (_parameters or _buffers), else an
+        AttributeError that says what the name is instead."""
         path, _, name = target.rpartition(".")
         mod = self.get_submodule(path)
-        if name not in mod._buffers:
-            what = "a parameter" if name in mod._parameters else "a submodule" if name in mod._modules else None
-            if what is None and name not in mod.__dict__:
-                raise AttributeError(f"{type(mod).__name__} has no attribute {name!r} (looking for buffer "
-                                     f"{target!r})")
-            raise AttributeError(f"{target!r} is not a buffer" + (f" (it is {what})" if what else ""))
-        return mod._buffers[name]
+        own = getattr(mod, store)
+        if name in own:
+            return own[name]
+        others = (("a parameter", mod._parameters), ("a buffer", mod._buffers), ("a submodule", mod._modules))
+        what = next((w for w, d in others if d is not own and name in d), None)
+        if what is None and name not in mod.__dict__:
+            raise AttributeError(f"{type(mod).__name__} has no attribute {name!r} (looking for {kind} {target!r})")
+        raise AttributeError(f"{target!r} is not {not_a}" + (f" (it is {what})" if what else ""))
 
     # ---- hooks (torch's module hooks: to look inside a model, e.g. at each layer's output or gradient) -----
     def register_forward_hook(self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False,

@@ -601,7 +601,30 @@ class OneCycleLR(LRScheduler):
                 self._get_lr_called_within_step = False
 
 
-class SequentialLR(LRScheduler):
+class _HoldsSchedulers:
+    """The state of a scheduler made of others (SequentialLR, ChainedScheduler): its own, with each
+    scheduler's under '_schedulers'."""
+
+    _schedulers: list
+
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restores every scheduler's state, then its own (and the groups' lrs)."""
+        subs = state.get("_schedulers")
+        if subs is not None:
+            if len(subs) != len(self._schedulers):
+                raise ValueError(f"{type(self).__name__}: state has {len(subs)} schedulers, this one has "
+                                 f"{len(self._schedulers)}")
+            for s, sub in zip(self._schedulers, subs):
+                s.load_state_dict(sub)
+        super().load_state_dict({k: v for k, v in state.items() if k != "_schedulers"})
+
+
+class SequentialLR(_HoldsSchedulers, LRScheduler):
     """Runs `schedulers[i]` from `milestones[i-1]` on (torch's SequentialLR): at a milestone the next scheduler
     starts from its step 0 in closed form (from the base lrs), then steps on as usual."""
 
@@ -659,21 +682,6 @@ class SequentialLR(LRScheduler):
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
 
-    def state_dict(self) -> dict:
-        state = super().state_dict()
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state: dict) -> None:
-        """Restores every sub-scheduler's state, then its own (and the groups' lrs)."""
-        subs = state.get("_schedulers")
-        if subs is not None:
-            if len(subs) != len(self._schedulers):
-                raise ValueError(f"SequentialLR: state has {len(subs)} schedulers, this one has "
-                                 f"{len(self._schedulers)}")
-            for s, sub in zip(self._schedulers, subs):
-                s.load_state_dict(sub)
-        super().load_state_dict({k: v for k, v in state.items() if k != "_schedulers"})
 
 
 class ReduceLROnPlateau(LRScheduler):

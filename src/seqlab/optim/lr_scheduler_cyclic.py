@@ -7,7 +7,7 @@ import math
 from typing import Callable
 
 from seqlab.optim.lr_scheduler import (LRScheduler, ReduceLROnPlateau, _check_int, _check_number,
-                                       _check_optimizer, _per_group)
+                                       _check_optimizer, _HoldsSchedulers, _per_group)
 from seqlab.optim.optimizer import Optimizer
 
 __all__ = ["PolynomialLR", "MultiplicativeLR", "ChainedScheduler", "CyclicLR"]
@@ -66,7 +66,7 @@ class MultiplicativeLR(LRScheduler):
                 for f, g in zip(self.lr_lambdas, self.optimizer.param_groups, strict=True)]
 
 
-class ChainedScheduler(LRScheduler):
+class ChainedScheduler(_HoldsSchedulers, LRScheduler):
     """Steps every scheduler of `schedulers` (on one optimizer) at each `step()`, in order, so their factors
     compose: `ChainedScheduler([ConstantLR(opt, 0.1, 20), ExponentialLR(opt, 0.9)])`."""
 
@@ -97,21 +97,6 @@ class ChainedScheduler(LRScheduler):
             s.step()
         self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
 
-    def state_dict(self) -> dict:
-        state = super().state_dict()
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state: dict) -> None:
-        """Restores every chained scheduler's state, then its own (and the groups' lrs)."""
-        subs = state.get("_schedulers")
-        if subs is not None:
-            if len(subs) != len(self._schedulers):
-                raise ValueError(f"ChainedScheduler: state has {len(subs)} schedulers, this one has "
-                                 f"{len(self._schedulers)}")
-            for s, sub in zip(self._schedulers, subs):
-                s.load_state_dict(sub)
-        super().load_state_dict({k: v for k, v in state.items() if k != "_schedulers"})
 
 
 class CyclicLR(LRScheduler):
