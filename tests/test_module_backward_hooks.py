@@ -506,3 +506,37 @@ def test_hooks_on_a_transformer_layers_feed_forward_run_as_torchs(activation):
     np.testing.assert_allclose(outs[1][0][0], outs[0][0][0], rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(outs[1][1], outs[0][1], rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(outs[1][1], before, rtol=1e-12, atol=1e-12)
+
+
+
+class _LinearPlus(nn.Module):
+    """lin(a) + b: two inputs, for a hook whose second input may need no gradient."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 2)
+
+    def forward(self, a, b):
+        return self.lin(a) + b
+
+
+def test_backward_hooks_on_the_device(cuda):
+    """On device "cuda" (the CPU stand-in for CuPy, or CuPy itself) the hooks see the device's arrays, the
+    zeros for an input that needs no gradient are made there too, and the values are the host's."""
+    from seqlab import backend
+
+    results = []
+    for device in ("cpu", "cuda"):
+        seqlab.manual_seed(0)
+        mod = _LinearPlus().to(device)
+        seen = []
+        mod.register_full_backward_hook(lambda m, gi, go: seen.append((*gi, *go)))
+        a = seqlab.Tensor(backend.to_device(X23.astype(np.float32), device), requires_grad=True)
+        b = seqlab.Tensor(backend.to_device(np.ones((2, 2), np.float32), device))  # needs no gradient
+        (mod(a, b) ** 2).sum().backward()
+        (grads,) = seen
+        assert [backend.device_of(g.data) for g in grads] == [device] * 3
+        results.append([backend.to_device(g.data, "cpu") for g in grads])
+    for host, dev in zip(*results):
+        np.testing.assert_allclose(dev, host, rtol=1e-6, atol=1e-7)
+    assert not results[1][1].any()  # b's entry: zeros, as torch's
