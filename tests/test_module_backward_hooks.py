@@ -540,3 +540,23 @@ def test_backward_hooks_on_the_device(cuda):
     for host, dev in zip(*results):
         np.testing.assert_allclose(dev, host, rtol=1e-6, atol=1e-7)
     assert not results[1][1].any()  # b's entry: zeros, as torch's
+
+
+def test_a_removed_hook_lets_the_feed_forward_fuse_again(monkeypatch):
+    """Once its hooks are removed, linear1 is fused past again (the layer's one op for bias, activation and
+    dropout), with the same output."""
+    from seqlab.nn import linear as linear_module
+
+    calls = []
+    real = linear_module.F.linear_act_dropout
+    monkeypatch.setattr(linear_module.F, "linear_act_dropout", lambda *a, **k: calls.append(1) or real(*a, **k))
+    layer = nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, activation="gelu", batch_first=True)
+    x = seqlab.tensor(X234.astype(np.float32))
+    fused = layer(x).numpy()
+    assert len(calls) == 1
+    handle = layer.linear1.register_full_backward_hook(lambda *args: None)
+    np.testing.assert_allclose(layer(x).numpy(), fused, rtol=1e-6, atol=1e-6)
+    assert len(calls) == 1  # called, not fused past
+    handle.remove()
+    np.testing.assert_array_equal(layer(x).numpy(), fused)
+    assert len(calls) == 2

@@ -122,9 +122,13 @@ class LazyLinear(Linear):
 FUSE_FEED_FORWARD = True  # False: `feed_forward_in` runs three ops (benchmarks/engine_ab.py --switch fused-ff)
 
 
+_HOOK_STORES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+
+
 def _hooked(module) -> bool:
-    """Whether a module has had a hook registered (then it must be called, not fused past)."""
-    return "_has_hooks" in getattr(module, "__dict__", {})
+    """Whether a module carries a hook now (then it must be called, not fused past)."""
+    d = getattr(module, "__dict__", None)
+    return d is not None and "_has_hooks" in d and any(d.get(store) for store in _HOOK_STORES)
 
 
 def feed_forward_in(x: Tensor, linear: Linear, activation, p: float = 0.0, training: bool = True) -> Tensor:
