@@ -560,3 +560,65 @@ def test_a_removed_hook_lets_the_feed_forward_fuse_again(monkeypatch):
     handle.remove()
     np.testing.assert_array_equal(layer(x).numpy(), fused)
     assert len(calls) == 2
+
+
+def test_backward_hooks_are_those_registered_before_the_forward_pre_hooks():
+    """A forward pre-hook that registers (or removes) a backward hook changes the next call's stops, not this one's:
+    torch takes the backward hooks before running the forward pre-hooks."""
+    def run(lib, mod, log):
+        handles = []
+
+        def forward_pre(m, args):
+            if not handles:
+                handles.append(m.register_full_backward_hook(lambda *a: log.append("added")))
+            else:
+                handles.pop().remove()
+        mod.register_forward_pre_hook(forward_pre)
+        for _ in range(3):
+            mod(_leaf(lib, X23)).sum().backward()
+            log.append("|")
+
+    t, s = _pair(lambda: torch.nn.Linear(3, 2), lambda: nn.Linear(3, 2))
+    (t_log, _), (s_log, _) = _both(t, s, run)
+    assert s_log == t_log == ["|", "added", "|", "|"]
+
+
+class _TorchDict(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 2)
+
+    def forward(self, x):
+        return {"y": self.lin(x)}
+
+
+class _SeqlabDict(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return {"y": self.lin(x)}
+
+
+@pytest.mark.filterwarnings("default")
+@pytest.mark.parametrize("case", ["dict output", "no input needs grad"])
+def test_torchs_warnings_where_a_hook_cannot_see_a_gradient(case):
+    """A module returning a dict (or a list, a model-output object) gets no stop, its hooks never run; a module none
+    of whose inputs requires grad runs its hooks from the outputs: torch warns of each, and so does seqlab, in the
+    same words (which a user's warning filters match)."""
+    def run(lib, mod, log):
+        mod.register_full_backward_hook(lambda *a: log.append("hook"))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if case == "dict output":
+                mod(_leaf(lib, X23))["y"].sum().backward()
+            else:
+                mod(_leaf(lib, X23, requires_grad=False)).sum().backward()
+        return [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+
+    t, s = _pair(_TorchDict, _SeqlabDict) if case == "dict output" else \
+        _pair(lambda: torch.nn.Linear(3, 2), lambda: nn.Linear(3, 2))
+    (t_log, t_words), (s_log, s_words) = _both(t, s, run)
+    assert s_log == t_log == ([] if case == "dict output" else ["hook"])
+    assert len(s_words) == 1 and s_words == t_words

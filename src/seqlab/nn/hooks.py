@@ -3,6 +3,7 @@ module call's full backward hooks and pre-hooks (torch's `register_full_backward
 of backward."""
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Callable
 
@@ -38,6 +39,11 @@ class RemovableHandle:
 
 
 
+_NO_INPUT_GRAD = ("Full backward hook is firing when gradients are computed with respect to module outputs since no "
+                  "inputs require gradients. See https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                  "#torch.nn.Module.register_full_backward_hook for more details.")
+
+
 class _BackwardHooks:
     """One call of a module with full backward hooks (torch's utils.hooks.BackwardHook).
 
@@ -67,6 +73,9 @@ class _BackwardHooks:
         return self._replace(args, index, gather_grads([args[i] for i in index], self._on_input_grads))
 
     def setup_outputs(self, result):
+        if not isinstance(result, (Tensor, tuple)):  # a dict, a list, a model-output object: no stop (torch's)
+            warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of Tensors"
+                          f" but received {type(result)}", stacklevel=4)
         outs = result if isinstance(result, tuple) else (result,)
         self.n_outputs = len(outs)
         index = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
@@ -100,6 +109,7 @@ class _BackwardHooks:
             self.grad_outputs = tuple(changed)
         grad_outputs = self.grad_outputs
         if self.input_index is None:
+            warnings.warn(_NO_INPUT_GRAD, stacklevel=2)  # torch's, with or without a hook to run
             grad_inputs = (None,) * self.n_inputs
             for hook in self.hooks:
                 changed = hook(self.module, grad_inputs, grad_outputs)

@@ -467,6 +467,10 @@ class Module:
         hooks' aliases of the inputs, forward, forward hooks, the aliases of the outputs."""
         d = self.__dict__
         result, called = None, set()
+        backward = None  # the backward hooks as they are before the forward pre-hooks run (torch's)
+        if d.get("_backward_hooks") or d.get("_backward_pre_hooks"):
+            backward = _BackwardHooks(self, list(d.get("_backward_hooks", _EMPTY).values()),
+                                      list(d.get("_backward_pre_hooks", _EMPTY).values()))
         try:
             kw_ids = d.get("_forward_pre_hooks_with_kwargs", ())
             for hid, hook in list(d.get("_forward_pre_hooks", _EMPTY).items()):
@@ -481,10 +485,7 @@ class Module:
                     changed = hook(self, args)
                     if changed is not None:
                         args = changed if isinstance(changed, tuple) else (changed,)
-            backward = None
-            if d.get("_backward_hooks") or d.get("_backward_pre_hooks"):  # the hooks as they are now (torch's)
-                backward = _BackwardHooks(self, list(d.get("_backward_hooks", _EMPTY).values()),
-                                          list(d.get("_backward_pre_hooks", _EMPTY).values()))
+            if backward is not None:
                 args = backward.setup_inputs(args)
             result = self.forward(*args, **kwargs)
             kw_ids, always = d.get("_forward_hooks_with_kwargs", ()), d.get("_forward_hooks_always_called", ())
