@@ -214,3 +214,35 @@ def test_mha_weights_with_gradients_draw_the_fused_ops_dropout():
     assert w.requires_grad and not fused_w.requires_grad
     np.testing.assert_allclose(out.numpy(), fused_out.numpy(), rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(w.numpy(), fused_w.numpy(), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # torch: a bool key_padding_mask beside a float attn_mask
+@pytest.mark.parametrize("case", [{}, {"kpm": True}, {"three_d": True, "kpm": True}, {"kdim": 6},
+                                  {"cross": True}, {"bias_kv": True}, {"zero_attn": True}])
+def test_a_float_attn_mask_that_requires_grad_gets_torchs_gradient(case):
+    """A learned additive mask (a relative-position bias, say) passed as attn_mask: its gradient is torch's,
+    on the packed self-attention path, with other key sizes, beside a padding mask and with the appended
+    bias_k / zero-attention key column."""
+    rng = np.random.default_rng(7)
+    kdim = case.get("kdim")
+    torch.manual_seed(0)
+    kw = dict(batch_first=True, kdim=kdim, vdim=kdim, add_bias_kv=case.get("bias_kv", False),
+              add_zero_attn=case.get("zero_attn", False))
+    ours, theirs = nn.MultiheadAttention(E, H, **kw).double(), torch.nn.MultiheadAttention(E, H, **kw).double()
+    ours.load_state_dict(theirs.state_dict())
+    x, kv = rng.standard_normal((B, L, E)), rng.standard_normal((B, L, kdim or E))
+    m = rng.standard_normal((B * H, L, L) if case.get("three_d") else (L, L))
+    pad = np.zeros((B, L), dtype=bool)
+    pad[1, -2:] = True
+    got = []
+    for lib, mod in ((seqlab, ours), (torch, theirs)):
+        q = lib.tensor(x, dtype=lib.float64, requires_grad=True)
+        cross = kdim or case.get("cross") or case.get("bias_kv") or case.get("zero_attn")
+        k = lib.tensor(kv, dtype=lib.float64, requires_grad=True) if cross else q
+        mask = lib.tensor(m, dtype=lib.float64, requires_grad=True)
+        out, _ = mod(q, k, k, attn_mask=mask, key_padding_mask=lib.tensor(pad) if case.get("kpm") else None)
+        (out ** 2).sum().backward()
+        got.append((np.asarray(out.tolist()), np.asarray(mask.grad.tolist())))
+    np.testing.assert_allclose(got[0][0], got[1][0], rtol=1e-9, atol=1e-10)
+    assert np.abs(got[1][1]).max() > 1e-3  # torch's mask gradient is not zero here
+    np.testing.assert_allclose(got[0][1], got[1][1], rtol=1e-9, atol=1e-10)

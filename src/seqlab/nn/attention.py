@@ -19,6 +19,7 @@ import numpy as np
 
 from seqlab import backend, creation
 from seqlab import functional as F
+from seqlab.autograd.function import is_grad_enabled
 from seqlab.autograd.tensor import Tensor
 from seqlab.nn import init
 from seqlab.nn.linear import Linear
@@ -89,10 +90,17 @@ def merge_masks(attn_mask, key_padding_mask, is_causal: bool, B: int, H: int, L:
     return bias
 
 
+def _learned(mask) -> bool:
+    """A float mask Tensor that wants a gradient (torch's attn_mask gets one): kept a Tensor, not an array."""
+    return isinstance(mask, Tensor) and mask.requires_grad and mask.dtype.kind == "f" and is_grad_enabled()
+
+
 def _pad_key_axis(mask, xp):
     """Append one key column that everyone may attend to (for bias_k / zero attention)."""
     if mask is None:
         return None
+    if _learned(mask):
+        return creation.cat([mask, Tensor(xp.zeros(mask.shape[:-1] + (1,), dtype=mask.dtype))], dim=-1)
     m = as_mask_array(mask, xp)
     pad = xp.zeros(m.shape[:-1] + (1,), dtype=m.dtype)  # False / 0.0 = not blocked
     return xp.concatenate([m, pad], axis=-1)
@@ -263,6 +271,15 @@ class MultiheadAttention(Module):
 
     def _scores_mask(self, attn_mask, key_padding_mask, is_causal, position_bias, B, L, S, dtype, xp):
         """The one mask (bool, True = may attend, or float added) the scores get: masks and position bias."""
+        if _learned(attn_mask):  # a float attn_mask that requires grad: a Tensor, so it gets its gradient
+            merge_masks(attn_mask.data, None, False, B, self.num_heads, L, S, dtype, xp)  # its shape checks
+            learned = attn_mask.reshape((1, 1, L, S) if attn_mask.ndim == 2 else (B, self.num_heads, L, S))
+            rest = self._scores_mask(None, key_padding_mask, False, position_bias, B, L, S, dtype, xp)
+            if rest is None:
+                return learned
+            if rest.dtype == bool:  # True = may attend
+                return learned.masked_fill(Tensor(~rest), -np.inf)
+            return learned + Tensor(rest)
         mask = merge_masks(attn_mask, key_padding_mask, is_causal, B, self.num_heads, L, S, dtype, xp)
         if position_bias is not None:
             pb = as_mask_array(position_bias, xp).astype(dtype, copy=False)
