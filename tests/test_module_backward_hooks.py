@@ -484,8 +484,8 @@ def test_eye_and_dirac_refuse_as_torch(init, shape, kwargs):
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_hooks_on_a_transformer_layers_feed_forward_run_as_torchs(activation):
     """The layer fuses linear1's bias with the activation and dropout (`feed_forward_in`), which skipped
-    linear1's own call and so its hooks; with a hook on it the layer calls linear1, and its forward and
-    backward hooks see torch's values (and the layer's output is unchanged)."""
+    linear1's and the dropout's own calls and so their hooks; with a hook on either the layer calls them,
+    and their forward and backward hooks see torch's values, in torch's order (the output unchanged)."""
     t, s = _pair(lambda: torch.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, activation=activation,
                                                           batch_first=True),
                  lambda: nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, activation=activation, batch_first=True))
@@ -496,13 +496,14 @@ def test_hooks_on_a_transformer_layers_feed_forward_run_as_torchs(activation):
         log, seen = [], []
         layer.linear1.register_forward_hook(lambda mod, args, out, seen=seen: seen.append(_np(out)))
         layer.linear1.register_full_backward_hook(_record(log, "linear1")[0])
+        layer.dropout.register_full_backward_hook(_record(log, "dropout")[0])  # the feed-forward's own dropout
         x = _leaf(lib, X234)
         y = layer(x)
         (y * y).sum().backward()
         logs.append(log)
         outs.append((seen, _np(y)))
     _same(logs[0], logs[1])
-    assert len(logs[1]) == 1 and len(outs[1][0]) == 1
+    assert [entry[0] for entry in logs[1]] == ["dropout", "linear1"] and len(outs[1][0]) == 1
     np.testing.assert_allclose(outs[1][0][0], outs[0][0][0], rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(outs[1][1], outs[0][1], rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(outs[1][1], before, rtol=1e-12, atol=1e-12)

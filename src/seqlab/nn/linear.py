@@ -131,13 +131,19 @@ def _hooked(module) -> bool:
     return d is not None and "_has_hooks" in d and any(d.get(store) for store in _HOOK_STORES)
 
 
-def feed_forward_in(x: Tensor, linear: Linear, activation, p: float = 0.0, training: bool = True) -> Tensor:
+def feed_forward_in(x: Tensor, linear: Linear, activation, p: float = 0.0, training: bool = True,
+                    dropout: Module | None = None) -> Tensor:
     """dropout(activation(linear(x)), p), a feed-forward block's first half. Where `activation` has a
     fused form (`F.fused_activation`: ReLU, the exact or the tanh GELU) and `linear` a bias, the bias,
-    the activation and dropout are one op after the product (`F.linear_act_dropout`); else three."""
+    the activation and dropout are one op after the product (`F.linear_act_dropout`); else three.
+    `dropout`: the block's Dropout module, whose p and mode then apply. Where one of the modules carries
+    a hook they are called one by one, so the hooks run as torch's (the same values and dropout draws)."""
+    if dropout is not None:
+        p, training = dropout.p, dropout.training
     name = F.fused_activation(activation) if FUSE_FEED_FORWARD else None
-    if name is None or linear.bias is None or _hooked(linear) or _hooked(activation):
-        return F.dropout(activation(linear(x)), p, training)  # the modules called: their hooks run, as torch's
+    if name is None or linear.bias is None or _hooked(linear) or _hooked(activation) or _hooked(dropout):
+        h = activation(linear(x))
+        return dropout(h) if dropout is not None else F.dropout(h, p, training)
     return F.linear_act_dropout(x, linear.weight, linear.bias, name, p, training)
 
 

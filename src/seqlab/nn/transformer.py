@@ -133,7 +133,7 @@ class TransformerEncoderLayer(Module):
         return self.dropout1(out), w
 
     def _ff_block(self, x: Tensor) -> Tensor:
-        x = feed_forward_in(x, self.linear1, self.activation, self.dropout.p, self.dropout.training)  # (B, T, ff)
+        x = feed_forward_in(x, self.linear1, self.activation, dropout=self.dropout)  # (B, T, ff)
         x = self.linear2(x)  # (B, T, d)
         return self.dropout2(x)
 
@@ -203,7 +203,7 @@ class TransformerDecoderLayer(Module):
         return self.dropout2(out), w
 
     def _ff_block(self, x: Tensor) -> Tensor:
-        x = feed_forward_in(x, self.linear1, self.activation, self.dropout.p, self.dropout.training)  # (B, L, ff)
+        x = feed_forward_in(x, self.linear1, self.activation, dropout=self.dropout)  # (B, L, ff)
         x = self.linear2(x)  # (B, L, d)
         return self.dropout3(x)
 
