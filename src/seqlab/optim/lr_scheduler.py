@@ -200,6 +200,21 @@ class LRScheduler:
                 setattr(self, k, int(v) if k in ("last_epoch", "_step_count") else v)
 
 
+def _per_group_lambdas(optimizer: Optimizer, lr_lambda) -> list:
+    """One function per parameter group: `lr_lambda` for each, or the list given (one per group, as torch)."""
+    n = len(optimizer.param_groups)
+    if isinstance(lr_lambda, (list, tuple)):
+        if len(lr_lambda) != n:
+            raise ValueError(f"expected {n} lr_lambdas (one per parameter group), got {len(lr_lambda)}")
+        lambdas = list(lr_lambda)
+    else:
+        lambdas = [lr_lambda] * n
+    for f in lambdas:
+        if not callable(f):
+            raise TypeError(f"lr_lambda should be a function, but got {type(f).__name__}")
+    return lambdas
+
+
 class LambdaLR(LRScheduler):
     """Sets each group's lr to base_lr · lr_lambda(step); step 0 is applied at construction (torch's LambdaLR).
 
@@ -209,13 +224,7 @@ class LambdaLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | list, last_epoch: int = -1):
         _check_optimizer("LambdaLR", optimizer)
-        n = len(optimizer.param_groups)
-        if isinstance(lr_lambda, (list, tuple)):
-            if len(lr_lambda) != n:
-                raise ValueError(f"expected {n} lr_lambdas (one per parameter group), got {len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
-        else:
-            self.lr_lambdas = [lr_lambda] * n
+        self.lr_lambdas = _per_group_lambdas(optimizer, lr_lambda)
         self.lr_lambda = lr_lambda
         super().__init__(optimizer, last_epoch)
 

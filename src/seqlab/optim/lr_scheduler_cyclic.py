@@ -7,7 +7,8 @@ import math
 from typing import Callable
 
 from seqlab.optim.lr_scheduler import (LRScheduler, ReduceLROnPlateau, _check_int, _check_number,
-                                       _check_optimizer, _HoldsSchedulers, _per_group)
+                                       _check_optimizer, _HoldsSchedulers, _per_group,
+                                       _per_group_lambdas)
 from seqlab.optim.optimizer import Optimizer
 
 __all__ = ["PolynomialLR", "MultiplicativeLR", "ChainedScheduler", "CyclicLR"]
@@ -46,16 +47,7 @@ class MultiplicativeLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | list, last_epoch: int = -1):
         _check_optimizer("MultiplicativeLR", optimizer)
-        n = len(optimizer.param_groups)
-        if isinstance(lr_lambda, (list, tuple)):
-            if len(lr_lambda) != n:
-                raise ValueError(f"Expected {n} lr_lambdas, but got {len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
-        else:
-            self.lr_lambdas = [lr_lambda] * n
-        for f in self.lr_lambdas:
-            if not callable(f):
-                raise TypeError(f"lr_lambda should be a function, but got {type(f).__name__}")
+        self.lr_lambdas = _per_group_lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
