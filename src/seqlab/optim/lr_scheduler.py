@@ -616,6 +616,19 @@ class _HoldsSchedulers:
 
     _schedulers: list
 
+    @staticmethod
+    def _check_schedulers(name: str, schedulers: list, optimizer: Optimizer) -> None:
+        """Each one a seqlab LRScheduler of `optimizer`, none a ReduceLROnPlateau (as torch)."""
+        for i, s in enumerate(schedulers):
+            if isinstance(s, ReduceLROnPlateau):
+                raise ValueError(f"{name} does not support ReduceLROnPlateau (its step needs a metric), got one "
+                                 f"at index {i}")
+            if not isinstance(s, LRScheduler):
+                raise TypeError(f"{name}: schedulers[{i}] is a {type(s).__name__}, not a seqlab LRScheduler")
+            if s.optimizer is not optimizer:
+                raise ValueError(f"{name} expects all schedulers to belong to the same optimizer, but "
+                                 f"schedulers[{i}] ({type(s).__name__}) has another one")
+
     def state_dict(self) -> dict:
         state = super().state_dict()
         state["_schedulers"] = [s.state_dict() for s in self._schedulers]
@@ -645,15 +658,7 @@ class SequentialLR(_HoldsSchedulers, LRScheduler):
         schedulers = list(schedulers)
         if len(schedulers) < 1:
             raise ValueError(f"{name} expects at least one scheduler, but got none")
-        for i, s in enumerate(schedulers):
-            if isinstance(s, ReduceLROnPlateau):
-                raise ValueError(f"{name} does not support ReduceLROnPlateau (its step needs a metric), got one "
-                                 f"at index {i}")
-            if not isinstance(s, LRScheduler):
-                raise TypeError(f"{name}: schedulers[{i}] is a {type(s).__name__}, not a seqlab LRScheduler")
-            if s.optimizer is not optimizer:
-                raise ValueError(f"{name} expects all schedulers to belong to the same optimizer, but "
-                                 f"schedulers[{i}] ({type(s).__name__}) has another one")
+        self._check_schedulers(name, schedulers, optimizer)
         milestones = list(milestones)
         if len(milestones) != len(schedulers) - 1:
             raise ValueError(f"{name} expects one milestone fewer than schedulers, got {len(schedulers)} "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from seqlab.optim.lr_scheduler import (LRScheduler, ReduceLROnPlateau, _check_int, _check_number,
+from seqlab.optim.lr_scheduler import (LRScheduler, _check_int, _check_number,
                                        _check_optimizer, _HoldsSchedulers, _per_group,
                                        _per_group_lambdas)
 from seqlab.optim.optimizer import Optimizer
@@ -71,15 +71,7 @@ class ChainedScheduler(_HoldsSchedulers, LRScheduler):
             raise ValueError(f"{name} expects at least one scheduler to be chained, but got no scheduler.")
         optimizer = optimizer or schedulers[0].optimizer
         _check_optimizer(name, optimizer)
-        for i, s in enumerate(schedulers):
-            if isinstance(s, ReduceLROnPlateau):
-                raise ValueError(f"{name} does not support ReduceLROnPlateau (its step needs a metric), got one "
-                                 f"at index {i}")
-            if not isinstance(s, LRScheduler):
-                raise TypeError(f"{name}: schedulers[{i}] is a {type(s).__name__}, not a seqlab LRScheduler")
-            if s.optimizer is not optimizer:
-                raise ValueError(f"{name} expects all schedulers to belong to the same optimizer, but "
-                                 f"schedulers[{i}] ({type(s).__name__}) has another one")
+        self._check_schedulers(name, schedulers, optimizer)
         self._schedulers = schedulers
         self.optimizer = optimizer
         self._last_lr = [g["lr"] for g in optimizer.param_groups]
