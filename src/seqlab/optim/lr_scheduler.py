@@ -476,7 +476,35 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
 
 
-class OneCycleLR(LRScheduler):
+class _CyclesMomentum:
+    """What OneCycleLR and CyclicLR share: the momentum (β1 for Adam-like optimizers) they cycle opposite
+    the lr, set in a group, and set again for the step a loaded state restores."""
+
+    cycle_momentum: bool
+    use_beta1: bool
+
+    def _set_momentum(self, group: dict, momentum: float) -> None:
+        if self.use_beta1:
+            group["betas"] = (momentum, *group["betas"][1:])
+        else:
+            group["momentum"] = momentum
+
+    def load_state_dict(self, state: dict) -> None:
+        """As the base, and sets the groups' momentum (or β1) for the restored step."""
+        super().load_state_dict(state)
+        self._restored()
+        if self.cycle_momentum:
+            self._get_lr_called_within_step = True
+            try:
+                self.get_lr()
+            finally:
+                self._get_lr_called_within_step = False
+
+    def _restored(self) -> None:
+        """What a subclass rebuilds from a loaded state before the momentum is set (nothing here)."""
+
+
+class OneCycleLR(_CyclesMomentum, LRScheduler):
     """The 1cycle policy (Smith & Topin 2019; fastai's two phases, or the paper's three with
     `three_phase=True`): lr from max_lr/div_factor up to max_lr over pct_start of `total_steps`, then down to
     initial_lr/final_div_factor; with `cycle_momentum` (default), SGD's momentum or Adam's β1 goes the other
@@ -551,10 +579,7 @@ class OneCycleLR(LRScheduler):
                     _check_number(name, key, v, low=0, high=1)
             if last_epoch == -1:
                 for m, b, g in zip(max_ms, base_ms, optimizer.param_groups, strict=True):
-                    if self.use_beta1:
-                        g["betas"] = (m, *g["betas"][1:])
-                    else:
-                        g["momentum"] = m
+                    self._set_momentum(g, m)
                     g["max_momentum"] = m
                     g["base_momentum"] = b
         super().__init__(optimizer, last_epoch)
@@ -593,21 +618,8 @@ class OneCycleLR(LRScheduler):
                 start_step = phase["end_step"]
             lrs.append(lr)
             if self.cycle_momentum:
-                if self.use_beta1:
-                    g["betas"] = (momentum, *g["betas"][1:])
-                else:
-                    g["momentum"] = momentum
+                self._set_momentum(g, momentum)
         return lrs
-
-    def load_state_dict(self, state: dict) -> None:
-        """As the base, and sets the groups' momentum (or β1) for the restored step."""
-        super().load_state_dict(state)
-        if self.cycle_momentum:
-            self._get_lr_called_within_step = True
-            try:
-                self.get_lr()
-            finally:
-                self._get_lr_called_within_step = False
 
 
 class _HoldsSchedulers:

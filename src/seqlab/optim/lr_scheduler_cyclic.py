@@ -7,7 +7,7 @@ import math
 from typing import Callable
 
 from seqlab.optim.lr_scheduler import (LRScheduler, _check_int, _check_number,
-                                       _check_optimizer, _HoldsSchedulers, _per_group,
+                                       _check_optimizer, _CyclesMomentum, _HoldsSchedulers, _per_group,
                                        _per_group_lambdas)
 from seqlab.optim.optimizer import Optimizer
 
@@ -83,7 +83,7 @@ class ChainedScheduler(_HoldsSchedulers, LRScheduler):
 
 
 
-class CyclicLR(LRScheduler):
+class CyclicLR(_CyclesMomentum, LRScheduler):
     """Cyclical learning rates (Smith 2017, "Cyclical Learning Rates for Training Neural Networks", §3.1): the lr
     goes from `base_lr` up to `max_lr` over `step_size_up` steps and back over `step_size_down` (default: as
     many), the amplitude scaled per cycle c or per step t:
@@ -144,10 +144,7 @@ class CyclicLR(LRScheduler):
                     _check_number(name, key, v, low=0, high=1)
             if last_epoch == -1:
                 for m, b, g in zip(self.max_momentums, self.base_momentums, optimizer.param_groups, strict=True):
-                    if self.use_beta1:
-                        g["betas"] = (m, *g["betas"][1:])
-                    else:
-                        g["momentum"] = m
+                    self._set_momentum(g, m)
                     g["max_momentum"] = m
                     g["base_momentum"] = b
         super().__init__(optimizer, last_epoch)
@@ -184,20 +181,8 @@ class CyclicLR(LRScheduler):
         lrs = [base + (top - base) * scale_factor * f for base, top in zip(self.base_lrs, self.max_lrs, strict=True)]
         if self.cycle_momentum:
             for g, b, m in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums, strict=True):
-                momentum = m - (m - b) * scale_factor * f
-                if self.use_beta1:
-                    g["betas"] = (momentum, *g["betas"][1:])
-                else:
-                    g["momentum"] = momentum
+                self._set_momentum(g, m - (m - b) * scale_factor * f)
         return lrs
 
-    def load_state_dict(self, state: dict) -> None:
-        """As the base, and sets the groups' momentum (or β1) for the restored step."""
-        super().load_state_dict(state)
-        self._init_scale_fn()
-        if self.cycle_momentum:
-            self._get_lr_called_within_step = True
-            try:
-                self.get_lr()
-            finally:
-                self._get_lr_called_within_step = False
+    def _restored(self) -> None:
+        self._init_scale_fn()  # scale_fn is code, not state
