@@ -38,6 +38,16 @@ class RemovableHandle:
         self.remove()
 
 
+# the stores Module._add_hook fills, one OrderedDict of hooks each
+HOOK_STORES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+
+
+def carries_hooks(module) -> bool:
+    """Whether `module` (a Module, or a plain function) has a hook registered now: code that fuses past a
+    module's call must call it instead, so the hooks run."""
+    d = getattr(module, "__dict__", None)
+    return d is not None and "_has_hooks" in d and any(d.get(store) for store in HOOK_STORES)
+
 
 _NO_INPUT_GRAD = ("Full backward hook is firing when gradients are computed with respect to module outputs since no "
                   "inputs require gradients. See https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"

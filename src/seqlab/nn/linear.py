@@ -9,6 +9,7 @@ from seqlab import functional as F
 from seqlab import backend, creation
 from seqlab.autograd.tensor import Tensor
 from seqlab.nn import init
+from seqlab.nn.hooks import carries_hooks
 from seqlab.nn.module import Module, Parameter, takes_device
 
 
@@ -122,15 +123,6 @@ class LazyLinear(Linear):
 FUSE_FEED_FORWARD = True  # False: `feed_forward_in` runs three ops (benchmarks/engine_ab.py --switch fused-ff)
 
 
-_HOOK_STORES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
-
-
-def _hooked(module) -> bool:
-    """Whether a module carries a hook now (then it must be called, not fused past)."""
-    d = getattr(module, "__dict__", None)
-    return d is not None and "_has_hooks" in d and any(d.get(store) for store in _HOOK_STORES)
-
-
 def feed_forward_in(x: Tensor, linear: Linear, activation, p: float = 0.0, training: bool = True,
                     dropout: Module | None = None) -> Tensor:
     """dropout(activation(linear(x)), p), a feed-forward block's first half. Where `activation` has a
@@ -141,7 +133,7 @@ def feed_forward_in(x: Tensor, linear: Linear, activation, p: float = 0.0, train
     if dropout is not None:
         p, training = dropout.p, dropout.training
     name = F.fused_activation(activation) if FUSE_FEED_FORWARD else None
-    if name is None or linear.bias is None or _hooked(linear) or _hooked(activation) or _hooked(dropout):
+    if name is None or linear.bias is None or any(carries_hooks(m) for m in (linear, activation, dropout)):
         h = activation(linear(x))
         return dropout(h) if dropout is not None else F.dropout(h, p, training)
     return F.linear_act_dropout(x, linear.weight, linear.bias, name, p, training)
