@@ -106,7 +106,7 @@ class _Flags:
 
 # ndarray methods CuPy has too (called with device arguments, results on the device)
 _METHODS = {
-    "all", "any", "argmax", "argmin", "argsort", "astype", "clip", "conj", "copy", "cumsum", "diagonal",
+    "all", "any", "argmax", "argmin", "argsort", "astype", "clip", "conj", "copy", "cumsum",
     "dot", "fill", "flatten", "max", "mean", "min", "nonzero", "prod", "ravel", "repeat", "reshape", "round",
     "sort", "squeeze", "std", "sum", "swapaxes", "take", "trace", "transpose", "var", "view",
 }
@@ -140,6 +140,9 @@ class ndarray:  # noqa: N801 - CuPy's name
             method = getattr(self._a, name)
             return lambda *args, **kwargs: _call(method, args, kwargs)
         raise AttributeError(f"'cupy.ndarray' object has no attribute {name!r}")
+
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        return diagonal(self, offset, axis1, axis2)
 
     @property
     def T(self):  # noqa: N802 - NumPy's name
@@ -269,6 +272,13 @@ def ascontiguousarray(a, dtype=None):
     return ndarray(np.ascontiguousarray(_dev(a), dtype=dtype))
 
 
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    """CuPy's diagonal is a view that can be written into; NumPy's is a read-only one."""
+    view = np.diagonal(_dev(a), offset, axis1, axis2)
+    view.flags.writeable = _dev(a).flags.writeable
+    return ndarray(view)
+
+
 def asnumpy(a, stream=None, order="C", out=None):
     return a.get() if isinstance(a, ndarray) else np.asarray(a, order=order)
 
@@ -331,7 +341,7 @@ def _make_module():
     mod.__file__ = __file__
     names = {
         "ndarray": ndarray, "asarray": asarray, "array": array, "ascontiguousarray": ascontiguousarray,
-        "asnumpy": asnumpy, "cuda": cuda, "get_default_memory_pool": lambda: _Pool(),
+        "asnumpy": asnumpy, "diagonal": diagonal, "cuda": cuda, "get_default_memory_pool": lambda: _Pool(),
         "random": types.SimpleNamespace(default_rng=lambda seed=None: _Generator(seed)),
         "__version__": "0.0-fake",
     }

@@ -342,6 +342,8 @@ REDUCTIONS = {
     "einsum_broadcast": (lambda lib, a, b: lib.einsum("...j,kj->...k", a, b) ** 2, [X, (1, 4)]),
     "einsum_diagonal": (lambda lib, a, b: (lib.einsum("ii,ij->ij", a, b) * lib.einsum("jj->j", a)) ** 2,
                         [(3, 3), (3, 3)]),
+    "diagonal_views": (lambda lib, a: lib.diagonal(a, -1, 2, 0) ** 3 * a[0].diag(1).sum()
+                       + a.diagonal(0, -1, -2).tanh().sum(), [(3, 3, 4)]),
     "einsum_trace": (lambda lib, a: lib.einsum("iji->j", a) * lib.einsum("iji->ij", a).sum(0) ** 2,
                      [(3, 4, 3)]),
     "einsum_three": (lambda lib, a, b, c: lib.einsum("ij,jk,kl->il", a, b, c).sin(), [(2, 3), (3, 4), (4, 2)]),

@@ -368,6 +368,41 @@ def test_in_place_refuses_graph_tensors_and_a_saved_array_changed_later():
         y.backward()
 
 
+@pytest.mark.parametrize("offset,dim1,dim2", [(0, 0, 1), (1, -1, 0), (-1, 1, 2), (4, 0, 2)])
+def test_diagonal_is_a_view_and_diag_a_copy_as_torchs(offset, dim1, dim2):
+    a = RNG.standard_normal((3, 4, 5)).astype(np.float32)
+    s, t = seqlab.tensor(a.copy()), torch.tensor(a.copy())
+    for lib, x in ((seqlab, s), (torch, t)):
+        d = x.diagonal(offset, dim1, dim2)
+        d.mul_(3)  # writes into x
+        d[..., :1] = 7.0
+        lib.diagonal(x[1:], offset, dim1, dim2).add_(1)
+        x.permute(2, 0, 1).diagonal(offset).zero_()  # a view of a view
+        m = x[0]
+        m.diag(offset).fill_(-5)  # diag copies: x unchanged
+    same_as_torch(s, t)
+    assert not np.array_equal(s.numpy(), a)
+    assert s.diagonal(offset + 9, dim1, dim2).shape == t.diagonal(offset + 9, dim1, dim2).shape  # empty
+    leaf = seqlab.tensor(a, requires_grad=True)
+    with pytest.raises(RuntimeError, match="fill_"):
+        leaf.diagonal().fill_(0)  # as every view of a tensor in a graph (seqlab records no in-place ops)
+    with seqlab.no_grad():
+        leaf.diagonal(offset, dim1, dim2).fill_(0)
+    with torch.no_grad():
+        t = torch.tensor(a, requires_grad=True)
+        t.diagonal(offset, dim1, dim2).fill_(0)
+    same_as_torch(leaf, t)
+
+
+def test_diagonal_of_an_array_saved_for_backward_is_caught_when_written():
+    x = seqlab.randn(3, 3, requires_grad=True)
+    w = seqlab.randn(3, 3)
+    y = (x * w).sum()  # Mul saved w
+    w.diagonal().fill_(0)
+    with pytest.raises(RuntimeError, match="changed in place"):
+        y.backward()
+
+
 # ---- 4. errors --------------------------------------------------------------------------------------------------
 def test_errors_name_the_values():
     x = seqlab.randn(3, 4)

@@ -3,18 +3,18 @@
 outer/ger, dot/vdot, mv, addmm, addmv, baddbmm, cross, kron. The matrix products themselves (matmul, `@`, mm, bmm)
 are Tensor's own (tensor.py).
 
-Compositions of differentiable ops (integer indexing, reshapes, masks, `@`), except diag_embed, which writes into
-zeros (`ops/scatter.IndexPut`).
+Compositions of differentiable ops (integer indexing, reshapes, masks, `@`), except diagonal, a view as torch's
+(`ops/movement.Diagonal`), and diag_embed, which writes into zeros (`ops/scatter.IndexPut`).
 """
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from seqlab import backend
 from seqlab.autograd.ops import elementwise as E
+from seqlab.autograd.ops.movement import Diagonal
 from seqlab.autograd.ops.reduce import normalize_dim
 from seqlab.autograd.ops.scatter import IndexPut
 from seqlab.autograd.tensor_common import _as_tensor, _broadcast, _no_grad, _same_dtype
@@ -42,22 +42,20 @@ class LinalgMethods:
 
     # ---- diagonals and triangles ----------------------------------------------------------------------------
     def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
-        """The `offset`-th diagonal of the (dim1, dim2) planes, as a last dim; those two dims removed."""
+        """The `offset`-th diagonal of the (dim1, dim2) planes, as a last dim; those two dims removed. A view, as
+        torch's: `x.diagonal().fill_(0)` (under no_grad, or on a tensor outside a graph) zeroes x's diagonal."""
         if self.ndim < 2:
             raise ValueError(f"diagonal(): needs at least 2 dims, got shape {self.shape}")
         d1, d2 = normalize_dim(dim1, self.ndim), normalize_dim(dim2, self.ndim)
         if d1 == d2:
             raise ValueError(f"diagonal(): diagonal dimensions cannot be identical {dim1}, {dim2}")
-        rest = [i for i in range(self.ndim) if i not in (d1, d2)]
-        batch = tuple(self.shape[i] for i in rest)
-        rows, cols = _diag_index(self.shape[d1], self.shape[d2], offset, backend.xp_of(self.data))
-        x = self.permute(rest + [d1, d2]).reshape((math.prod(batch), self.shape[d1], self.shape[d2]))
-        return x[:, rows, cols].reshape(batch + (rows.shape[0],))  # (..., L)
+        return Diagonal.apply(self, offset=int(offset), dim1=d1, dim2=d2)  # (..., L)
 
     def diag(self, diagonal: int = 0) -> Any:
-        """A 1-D tensor: the square matrix with it on the `diagonal`-th diagonal. A matrix: that diagonal."""
+        """A 1-D tensor: the square matrix with it on the `diagonal`-th diagonal. A matrix: that diagonal, as a
+        new tensor (torch's diag copies; `diagonal` is the view)."""
         if self.ndim == 2:
-            return self.diagonal(diagonal)
+            return self.diagonal(diagonal).clone()
         if self.ndim != 1:
             raise ValueError(f"diag(): supports 1D or 2D tensors, got {self.ndim}D (shape {self.shape})")
         return self.diag_embed(diagonal)

@@ -37,6 +37,51 @@ class Permute(Function):
         return (Permute.apply(g, dims=tuple(int(i) for i in np.argsort(self.dims))),)
 
 
+class Diagonal(Function):
+    """a.diagonal(offset, dim1, dim2): a view, as torch's (writing into it writes into `a`); the diagonal is the
+    last dim. Its gradient is `DiagonalScatter`: the incoming gradient on that diagonal of zeros."""
+
+    def forward(self, a, offset, dim1, dim2):
+        self.shape, self.where = a.shape, (offset, dim1, dim2)
+        return _writable_diagonal(a, offset, dim1, dim2)
+
+    def backward(self, grad):
+        return (_onto_diagonal(grad, self.shape, *self.where),)
+
+    def backward_graph(self, g):
+        return (DiagonalScatter.apply(g, shape=self.shape, offset=self.where[0], dim1=self.where[1],
+                                      dim2=self.where[2]),)
+
+
+class DiagonalScatter(Function):
+    """zeros(shape) with `g` on its (offset, dim1, dim2) diagonal: `Diagonal`'s gradient, and the other way round."""
+
+    def forward(self, g, shape, offset, dim1, dim2):
+        self.where = (offset, dim1, dim2)
+        return _onto_diagonal(g, shape, offset, dim1, dim2)
+
+    def backward(self, grad):
+        return (xp_of(grad).diagonal(grad, *self.where).copy(),)
+
+    def backward_graph(self, g):
+        return (Diagonal.apply(g, offset=self.where[0], dim1=self.where[1], dim2=self.where[2]),)
+
+
+def _onto_diagonal(g, shape, offset, dim1, dim2):
+    out = xp_of(g).zeros(shape, dtype=g.dtype)
+    _writable_diagonal(out, offset, dim1, dim2)[...] = g
+    return out
+
+
+def _writable_diagonal(a, offset, dim1, dim2):
+    """The diagonal view of `a`; NumPy's is read-only (its documented plan is to make it writable), so it is made
+    writable where `a` is."""
+    view = xp_of(a).diagonal(a, offset, dim1, dim2)
+    if isinstance(view, np.ndarray) and not view.flags.writeable and a.flags.writeable:
+        view.flags.writeable = True
+    return view
+
+
 class Expand(Function):
     """A broadcast view; the engine's unbroadcast sums the gradient back."""
 
