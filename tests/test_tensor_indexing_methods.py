@@ -87,6 +87,14 @@ CASES = {
     "sum_to_size": (lambda x: x.sum_to_size(1, 4), M, [(2, 3, 4)], {}),
     "unfold overlapping": (lambda x: x.unfold(1, 3, 1), M, [(2, 6, 3)], {}),
     "unfold step": (lambda x: x.unfold(-1, 2, 3), M, [(2, 8)], {}),
+    "hsplit sections": (lambda x: x.hsplit(3)[1] * 2 + x.hsplit(3)[2], M, [(2, 6, 2)], {}),
+    "hsplit 1-D indices": (lambda x: x.hsplit([1, 4])[1], M, [(5,)], {}),
+    "vsplit": (lambda x: x.vsplit([2])[0] - x.vsplit([2])[1][:2], M, [(4, 3)], {}),
+    "dsplit": (lambda x: x.dsplit(2)[1], M, [(2, 2, 4)], {}),
+    "ravel": (lambda x: x.ravel(), M, [(2, 3)], {}),
+    "ravel of a transpose": (lambda x: x.t().ravel(), M, [(2, 3)], {}),
+    "adjoint mH": (lambda x: x.adjoint() * x.mH.exp(), M, [(2, 3, 4)], {}),
+    "broadcast_to method": (lambda x: x.broadcast_to((3, -1, 4)), M, [(2, 1)], {}),
     # diagonals
     "diagonal": (lambda x: x.diagonal(), M, [(3, 4)], {}),
     "diagonal offset dims": (lambda x: x.diagonal(-1, 2, 0), M, [(4, 2, 3)], {}),
@@ -317,6 +325,11 @@ def test_top_level_functions_call_the_methods():
     same_as_torch(TI.amax(x, 1), torch.amax(tx, 1))
     same_as_torch(TI.cumprod(x, 1), torch.cumprod(tx, 1))
     same_as_torch(TI.narrow(x, 0, 1, 2), torch.narrow(tx, 0, 1, 2))
+    for name, args in (("tensor_split", (3, 1)), ("hsplit", ([2],)), ("vsplit", (2,)), ("swapaxes", (0, 1)),
+                       ("swapdims", (1, 0)), ("ravel", ()), ("adjoint", ())):
+        got, want = getattr(seqlab, name)(x, *args), getattr(torch, name)(tx, *args)
+        for s, t in zip(*((got, want) if isinstance(want, tuple) else ((got,), (want,)))):
+            same_as_torch(s, t)
     assert set(TI.TOPLEVEL) <= set(TI.__all__)
     missing = [n for n in TI.TOPLEVEL if not hasattr(torch, n)]
     assert not missing, missing  # every name is torch's
@@ -401,6 +414,44 @@ def test_diagonal_of_an_array_saved_for_backward_is_caught_when_written():
     w.diagonal().fill_(0)
     with pytest.raises(RuntimeError, match="changed in place"):
         y.backward()
+
+
+def test_copies_and_views_as_torchs():
+    """flip and repeat copy, type_as to its own dtype is the tensor itself, ravel of a contiguous tensor is a view:
+    a write into the result reaches the tensor exactly when torch's does."""
+    a = RNG.standard_normal((1, 3, 4)).astype(np.float32)
+    takes = {
+        "flip": lambda x: x.flip(1), "flip 0-d": lambda x: x[0, 0, 0].flip(()), "fliplr": lambda x: x[0].fliplr(),
+        "flipud": lambda x: x.flipud(), "repeat ones": lambda x: x.repeat(1, 1, 1),
+        "repeat a size-1 dim": lambda x: x.repeat(2, 1, 1), "repeat new dim": lambda x: x.repeat(2, 1, 1, 1),
+        "tile": lambda x: x.tile(1), "type_as": lambda x: x.type_as(x),
+        "type_as float64": lambda x: x.type_as(x.double()), "ravel": lambda x: x.ravel(),
+        "ravel of a transpose": lambda x: x[0].t().ravel(), "hsplit": lambda x: x.hsplit(3)[1],
+    }
+    for name, take in takes.items():
+        s, t = seqlab.tensor(a.copy()), torch.tensor(a.copy())
+        for x in (s, t):
+            take(x).fill_(7.0)
+        same_as_torch(s, t)
+        assert np.array_equal(s.numpy(), a) == np.array_equal(t.numpy(), a), name
+
+
+def test_fill_diagonal_as_torchs():
+    for shape, wrap in (((5, 3), True), ((5, 3), False), ((3, 5), False), ((3, 3, 3), False)):
+        s, t = seqlab.zeros(*shape), torch.zeros(*shape)
+        assert s.fill_diagonal_(2.5, wrap=wrap) is s
+        t.fill_diagonal_(2.5, wrap=wrap)
+        same_as_torch(s, t)
+    with pytest.raises(ValueError, match="equal length"):
+        seqlab.zeros(2, 3, 4).fill_diagonal_(1)
+    with pytest.raises(RuntimeError, match="fill_diagonal_"):
+        seqlab.zeros(2, 2, requires_grad=True).fill_diagonal_(1)
+    with pytest.raises(ValueError, match="dimension 3 is not divisible by the split_size 2"):
+        seqlab.zeros(2, 3).hsplit(2)
+    with pytest.raises(ValueError, match="vsplit requires a tensor with at least 2 dimension"):
+        seqlab.zeros(4).vsplit(2)
+    with pytest.raises(ValueError, match="dsplit requires a tensor with at least 3"):
+        seqlab.zeros(4, 2).dsplit([1])
 
 
 # ---- 4. errors --------------------------------------------------------------------------------------------------
@@ -488,7 +539,8 @@ def test_on_the_cupy_stand_in(monkeypatch):
             x.index_copy(0, host([3, 1]), x[:2]), x.index_fill(1, host([1]), -1.0),
             x.index_put((host([0, 3]), host([1, 1])), x[0, :2], accumulate=True), x.put(host([2, 2]), x[1, :2]),
             x.roll((1, 2), (0, 1)), x.unfold(1, 3, 2), x.diagonal(1), x[0].diag(1), x.diag_embed(), x.tile(2),
-            x.narrow(1, 1, 3), x.select(0, -1), x.unflatten(1, (5, 1)), x.movedim(0, 1), x.sum_to_size(1, 5),
+            x.narrow(1, 1, 3), x.select(0, -1), x.ravel(), x.hsplit([2])[1], x.repeat(1, 1), x.mH,
+            x.unflatten(1, (5, 1)), x.movedim(0, 1), x.sum_to_size(1, 5),
             x[:3, :3].trace(), x[0].outer(x[1]), x[0].dot(x[1]), x[:, :4].mv(x[0, :4]),
             x[:, :3].addmm(x[:, :2], x[:2, :3], beta=0.5), x[:, :3].cross(x[:, 1:4], dim=1), x[:2, :2].kron(x[0]),
             x.cumprod(1), x.cummax(0)[0], x.cummin(1)[0], x.logsumexp(1), x.nansum(0), x.nanmean(1), x.median(),

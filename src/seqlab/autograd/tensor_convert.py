@@ -170,7 +170,8 @@ class ConversionMethods:
         return self.reshape(-1).reshape(self.shape)  # (the flat reshape copies in C order)
 
     def type_as(self, other: "Tensor") -> "Tensor":
-        return self.astype(other.dtype)
+        """This tensor in `other`'s dtype and on its device: itself when it already is (as torch's)."""
+        return self.to(other.device, other.dtype)
 
     # ---- new tensors like this one: its dtype and device unless given (torch's new_*) ----------------------
     def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> "Tensor":

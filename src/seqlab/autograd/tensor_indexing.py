@@ -75,7 +75,8 @@ _METHOD_FUNCTIONS = [
     "diagonal", "diag", "diag_embed", "trace", "outer", "ger", "dot", "vdot", "mv", "addmm", "addmv", "baddbmm",
     "cross", "kron", "cumprod", "cummax", "cummin", "logsumexp", "nansum", "nanmean", "amin", "amax", "aminmax",
     "count_nonzero", "median", "nanmedian", "kthvalue", "mode", "diff", "bincount", "histc",
-    "gather", "flip", "chunk", "split", "unbind",
+    "gather", "flip", "chunk", "split", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "swapaxes", "swapdims",
+    "ravel", "adjoint",
 ]
 globals().update({_name: _method_function(_name) for _name in _METHOD_FUNCTIONS})
 

@@ -50,6 +50,17 @@ class InPlaceMethods:
         _versions.bump(self.data)
         return self
 
+    def fill_diagonal_(self, fill_value, wrap: bool = False) -> "Tensor":
+        """In place: `fill_value` on the main diagonal (every dim the same size above 2 dims; a tall matrix
+        with `wrap` starts again N + 1 rows down, as torch's and NumPy's)."""
+        self._in_place("fill_diagonal_")
+        if self.ndim < 2 or (self.ndim > 2 and len(set(self.shape)) != 1):
+            raise ValueError(f"fill_diagonal_: dimensions must be larger than 1 and all of equal length above 2 "
+                             f"dims, got shape {self.shape}")
+        backend.xp_of(self.data).fill_diagonal(self.data, fill_value, wrap=wrap)
+        _versions.bump(self.data)
+        return self
+
     def copy_(self, other) -> "Tensor":
         """In place: the values of `other` (broadcast to this tensor's shape, as torch), cast to its dtype."""
         self._in_place("copy_")

@@ -1,7 +1,7 @@
 """`ShapeMethods`: torch's shape methods beyond the core ones of tensor.py (reshape, permute, transpose,
 expand, indexing, split, chunk), as a mixin of `Tensor` (a base of `IndexingMethods`, tensor_indexing.py): roll,
 fliplr/flipud, flip, tile, repeat, repeat_interleave, narrow, select, unbind, unflatten, reshape_as, movedim,
-sum_to_size, unfold, mT.
+sum_to_size, unfold, ravel, hsplit/vsplit/dsplit, broadcast_to, mT/mH/adjoint.
 
 Each is a composition of differentiable ops Tensor already has (indexing, cat/stack, reshape, expand), so it needs
 no backward: `x.roll(1)` is two slices joined, `x.unfold` a stack of strided slices.
@@ -181,11 +181,11 @@ class ShapeMethods:
         if len(set(norm)) != len(norm):
             raise ValueError(f"flip: dims {dims} name a dim more than once")
         if self.ndim == 0:
-            return self[...]
+            return self.clone()
         index = [slice(None)] * self.ndim
         for d in norm:
             index[d] = slice(None, None, -1)
-        return self[tuple(index)]
+        return self[tuple(index)].clone()  # torch's flip copies (the reversed slice alone is a view)
 
     def repeat(self, *sizes):
         """Tile the tensor `sizes[i]` times along dim i (as torch.repeat; new leading dims allowed)."""
@@ -198,7 +198,10 @@ class ShapeMethods:
             inter += [1, s]
             target += [r, s]
         out = self.reshape(inter).expand(*target)  # (r0, s0, r1, s1, ...)
-        return out.reshape(tuple(r * s for r, s in zip(sizes, shape)))
+        out = out.reshape(tuple(r * s for r, s in zip(sizes, shape)))
+        if all(r == 1 for r in sizes) or any(st == 0 and n > 1 for st, n in zip(out.data.strides, out.shape)):
+            out = out.clone()  # the reshape needed no copy, so it is a view of this tensor: torch's repeat copies
+        return out
 
     def repeat_interleave(self, repeats, dim=None, *, output_size=None) -> "Tensor":
         """Each element (or slice along `dim`) `repeats` times in a row: an int, or a 1-D integer tensor of
@@ -226,6 +229,49 @@ class ShapeMethods:
         if output_size is not None and output_size != idx.size:
             raise ValueError(f"repeat_interleave(): output_size={output_size} but the repeats make {idx.size}")
         return x[(slice(None),) * d + (idx,)]  # (..., Σ repeats, ...)
+
+    def ravel(self) -> Any:
+        """The elements as a 1-D tensor: a view when the layout allows, else a copy (`reshape(-1)`, as torch's)."""
+        return self.reshape(-1)
+
+    def _split_at(self, name: str, dim: int, least: int, indices_or_sections) -> tuple:
+        """hsplit/vsplit/dsplit: `tensor_split` along `dim`, where sections (an int) must divide the dim."""
+        if self.ndim < least:
+            raise ValueError(f"{name} requires a tensor with at least {least} dimension, but got a tensor with "
+                             f"{self.ndim} dimensions")
+        if isinstance(indices_or_sections, (int, np.integer)):
+            n = self.shape[dim]
+            if indices_or_sections == 0 or n % indices_or_sections:
+                raise ValueError(f"{name} attempted to split along dimension {dim}, but the size of the dimension "
+                                 f"{n} is not divisible by the split_size {indices_or_sections}")
+        return self.tensor_split(indices_or_sections, dim)
+
+    def hsplit(self, indices_or_sections) -> tuple:
+        """Pieces along dim 1 (dim 0 of a 1-D tensor): `tensor_split`, with sections that divide the dim."""
+        return self._split_at("hsplit", 0 if self.ndim == 1 else 1, 1, indices_or_sections)
+
+    def vsplit(self, indices_or_sections) -> tuple:
+        """Pieces along dim 0 of a tensor of at least 2 dims."""
+        return self._split_at("vsplit", 0, 2, indices_or_sections)
+
+    def dsplit(self, indices_or_sections) -> tuple:
+        """Pieces along dim 2 of a tensor of at least 3 dims."""
+        return self._split_at("dsplit", 2, 3, indices_or_sections)
+
+    def broadcast_to(self, shape) -> Any:
+        """`seqlab.broadcast_to(self, shape)`: a view (-1 keeps a dim)."""
+        from seqlab.autograd.tensor_indexing import broadcast_to
+
+        return broadcast_to(self, shape)
+
+    def adjoint(self) -> Any:
+        """The last two dims swapped: `mT` (the conjugate too, which real tensors do not need)."""
+        return self.mT
+
+    @property
+    def mH(self):  # noqa: N802 (torch's name)
+        """`mT`: real tensors are their own conjugates."""
+        return self.mT
 
     @property
     def mT(self):  # noqa: N802 (torch's name)
