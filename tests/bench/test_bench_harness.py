@@ -163,6 +163,38 @@ def test_targets_table_compares_each_figure_with_the_issue_goal():
     assert "| attention-long peak memory, T = 64 | seqlab efficient ≤ torch SDPA | 1.0 vs 2.0 MiB | yes |" in text
     assert "| encoder-train GFLOP/s | ≥ 80% of seqlab's GEMM rate | 100% | yes |" in text
     assert "gpt-train" not in text  # not run: no row
+    rs[0].data["paired_gemm_fractions"] = [0.7, 0.9, 0.85]
+    assert ("| encoder-train GFLOP/s | ≥ 80% of seqlab's GEMM rate | 100% (each round's step beside the GEMM in "
+            "that round: median 85%, 70–90%) | yes |") in targets(rs)
+
+
+def test_paired_fractions_time_the_step_and_the_gemm_in_the_same_round(monkeypatch):
+    """A round's fraction is its own step's rate over its own GEMM rate: a machine twice as slow in one round
+    (both timings) gives that round the same fraction as the others."""
+    import time
+
+    from seqlab.bench import gemm
+
+    slow = {"on": False}
+
+    def matmul(a, b, out=None):
+        time.sleep(0.008 if slow["on"] else 0.004)
+
+    steps = []
+
+    def step():
+        steps.append(1)
+        slow["on"] = len(steps) == 2  # round 2 runs at half speed, its GEMM too
+        time.sleep(0.06 if slow["on"] else 0.03)
+
+    monkeypatch.setattr(gemm, "SHAPES", ((8, 8, 8),))
+    monkeypatch.setattr(gemm, "matmul", matmul)
+    f = gemm.flops(8, 8, 8)
+    fractions = gemm.paired_fractions(step, step_flops=10 * f, rounds=3)
+    assert len(steps) == 3 and len(fractions) == 3
+    # each: (10 f / 30 ms) / (f / 4 ms) = 4/3, or (10 f / 60 ms) / (f / 8 ms) = 4/3 in the slow round; the
+    # slow round paired with a fast round's GEMM would read 2/3, a fast one with the slow GEMM 8/3
+    assert all(1.0 < x < 2.0 for x in fractions), fractions
 
 
 def test_targets_table_gives_the_rounds_own_ratios():

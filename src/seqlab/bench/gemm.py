@@ -65,3 +65,34 @@ def numpy_rates(rounds: int = 9) -> tuple[float, float]:
         best_wall = max(best_wall, flops(m, k, n) / min(walls))
         best_cpu = max(best_cpu, flops(m, k, n) / min(cpus))
     return best_wall, best_cpu
+
+
+def paired_fractions(step, step_flops: float, rounds: int = 7) -> list[float]:
+    """Each round: one call of `step` (`step_flops` of products), then at once the best GEMM rate over `SHAPES`
+    (one timing of 3 products each); the step's FLOP/s over that rate, one fraction a round.
+
+    `numpy_rates` measures the rate once, after the benchmark: on a machine whose speed drifts from minute to
+    minute, its best timing and the step's median come from different minutes. A round's two timings come
+    from the same one, so the drift cancels in their fraction.
+    """
+    import time
+
+    cases = []
+    for m, k, n in SHAPES:
+        a, b = operands(m, k, n)
+        out = np.empty((m, n), dtype=np.float32)
+        matmul(a, b, out=out)
+        cases.append((a, b, out, flops(m, k, n)))
+    fractions = []
+    for _ in range(rounds):
+        w0 = time.perf_counter()
+        step()
+        step_rate = step_flops / (time.perf_counter() - w0)
+        best = 0.0
+        for a, b, out, f in cases:
+            w0 = time.perf_counter()
+            for _ in range(3):
+                matmul(a, b, out=out)
+            best = max(best, 3 * f / (time.perf_counter() - w0))
+        fractions.append(step_rate / best)
+    return fractions

@@ -1,6 +1,7 @@
 """Run one benchmark by name: time both libraries in alternating rounds, return a `BenchResult`."""
 from __future__ import annotations
 
+import statistics
 from dataclasses import asdict
 
 from seqlab import mkl as seqlab_mkl
@@ -74,26 +75,34 @@ def _train(mod, rounds: int, extra=None, device: str = "cpu", size: str = "defau
     res = BenchResult(mod.NAME, mod.describe(c, size), HEADERS, [_row(mod.NAME, t, before)],
                       data={**_data(t), "device": "cpu", "size": size, "config": asdict(c)})
     if extra:
-        extra(res, t, c)
+        extra(res, t, c, fs)
     return res
 
 
 def run_encoder_train(rounds: int = 7, device: str = "cpu", size: str = "default", **_) -> BenchResult:
-    def gflops(res: BenchResult, t, c) -> None:
+    def gflops(res: BenchResult, t, c, step) -> None:
         f = encoder_train.train_flops(c)
         peak, peak_cpu = gemm.numpy_rates()
+        paired = gemm.paired_fractions(step, f, rounds)
         s_rate, t_rate = f / t.seqlab_s, f / t.torch_s
         s_cpu, t_cpu = f / t.seqlab_cpu_s, f / t.torch_cpu_s
         res.data.update(flops=f, numpy_gemm_flops_per_s=peak, numpy_gemm_cpu_flops_per_s=peak_cpu,
-                        seqlab_flops_per_s=s_rate, torch_flops_per_s=t_rate)
+                        seqlab_flops_per_s=s_rate, torch_flops_per_s=t_rate, paired_gemm_fractions=paired)
         res.notes.append(
             f"{f / 1e9:.1f} GFLOP of matrix products per step (forward + backward). By wall time: seqlab "
             f"{s_rate / 1e9:.1f} GFLOP/s = {100 * s_rate / peak:.0f}% of the measured float32 GEMM rate "
             f"of seqlab's BLAS, {seqlab_mkl.describe()} "
             f"({peak / 1e9:.1f} GFLOP/s, best of the `gemm` shapes and rounds), torch {t_rate / 1e9:.1f} GFLOP/s = "
             f"{100 * t_rate / peak:.0f}%. By CPU time: seqlab {s_cpu / 1e9:.1f} of {peak_cpu / 1e9:.1f} GFLOP/s = "
-            f"{100 * s_cpu / peak_cpu:.0f}%, torch {100 * t_cpu / peak_cpu:.0f}%")
+            f"{100 * s_cpu / peak_cpu:.0f}%, torch {100 * t_cpu / peak_cpu:.0f}%. Each step timed beside the best "
+            f"`gemm` shape in the same round ({len(paired)} rounds): {_paired(paired)}")
     return _train(encoder_train, rounds, gflops, device, size)
+
+
+def _paired(fractions: list[float]) -> str:
+    """'median 78% of the GEMM rate (rounds 70–85%)'."""
+    return (f"median {100 * statistics.median(fractions):.0f}% of the GEMM rate (rounds "
+            f"{100 * min(fractions):.0f}–{100 * max(fractions):.0f}%)")
 
 
 def run_gpt_train(rounds: int = 7, device: str = "cpu", size: str = "default", **_) -> BenchResult:
