@@ -417,8 +417,9 @@ def test_diagonal_of_an_array_saved_for_backward_is_caught_when_written():
 
 
 def test_copies_and_views_as_torchs():
-    """flip and repeat copy, type_as to its own dtype is the tensor itself, ravel of a contiguous tensor is a view:
-    a write into the result reaches the tensor exactly when torch's does."""
+    """flip and repeat copy, type_as to its own dtype is the tensor itself, ravel of a contiguous tensor and one
+    element (a 0-d tensor, where NumPy would hand a copy) are views: a write into the result reaches the tensor
+    exactly when torch's does."""
     a = RNG.standard_normal((1, 3, 4)).astype(np.float32)
     takes = {
         "flip": lambda x: x.flip(1), "flip 0-d": lambda x: x[0, 0, 0].flip(()), "fliplr": lambda x: x[0].fliplr(),
@@ -427,6 +428,8 @@ def test_copies_and_views_as_torchs():
         "tile": lambda x: x.tile(1), "type_as": lambda x: x.type_as(x),
         "type_as float64": lambda x: x.type_as(x.double()), "ravel": lambda x: x.ravel(),
         "ravel of a transpose": lambda x: x[0].t().ravel(), "hsplit": lambda x: x.hsplit(3)[1],
+        "one element": lambda x: x[0, 1, 2], "one element, row by row": lambda x: x[0][2][3],
+        "one element of a view": lambda x: x.view(12)[5], "one element by numpy ints": lambda x: x[np.int64(0), 1, -1],
     }
     for name, take in takes.items():
         s, t = seqlab.tensor(a.copy()), torch.tensor(a.copy())

@@ -376,3 +376,45 @@ def test_an_empty_list_and_a_uint8_tensor_index_as_torchs():
     with pytest.warns(UserWarning, match="uint8"):
         z[L.tensor([1, 0, 1], dtype=L.uint8)] = 1.0  # seqlab writes through it as the mask it reads
     assert z.sum().item() == 8.0
+
+
+@pytest.mark.parametrize("take", [
+    lambda x: x, lambda x: x[1:, ::2], lambda x: x.t(), lambda x: x[:, 2], lambda x: x.unsqueeze(1).expand(3, 2, 4),
+    lambda x: x.reshape(2, 6)[1], lambda x: x[2, 3], lambda x: x.permute(1, 0)[1:3],
+], ids=["whole", "sliced", "t", "column", "expanded", "reshaped row", "0-d", "permuted slice"])
+def test_strides_offsets_and_sizes_as_torchs(take):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    ours, theirs = take(L.tensor(a)), take(torch.tensor(a))
+    assert ours.stride() == theirs.stride()
+    for d in range(-ours.ndim, ours.ndim):
+        assert ours.stride(d) == theirs.stride(d)
+    assert ours.storage_offset() == theirs.storage_offset()
+    assert (ours.nbytes, ours.itemsize) == (theirs.nbytes, theirs.itemsize)
+    with pytest.raises(IndexError, match="Dimension"):
+        ours.stride(max(ours.ndim, 1))
+    with pytest.raises(IndexError, match="Dimension"):
+        theirs.stride(max(theirs.ndim, 1))
+
+
+def test_data_ptr_says_where_the_first_element_lies():
+    x = L.zeros(4, 3)
+    assert x.data_ptr() == x[0].data_ptr() == x.view(12).data_ptr()
+    assert x[1].data_ptr() - x.data_ptr() == 3 * x.element_size()
+    assert x.clone().data_ptr() != x.data_ptr()
+
+
+def test_retain_grad_and_retains_grad_as_torchs():
+    for lib in (L, torch):
+        with pytest.raises(RuntimeError, match="can't retain_grad on Tensor that has requires_grad=False"):
+            lib.zeros(2).retain_grad()
+    a, ta = L.ones(2, requires_grad=True), torch.ones(2, requires_grad=True)
+    b, tb = a * 3, ta * 3
+    for x, tx in ((a, ta), (b, tb)):
+        assert x.retains_grad == tx.retains_grad
+        x.retain_grad()
+        tx.retain_grad()
+        assert x.retains_grad == tx.retains_grad  # a leaf: False, it keeps its .grad anyway
+    (b * b).sum().backward()
+    (tb * tb).sum().backward()
+    np.testing.assert_allclose(b.grad, tb.grad.numpy())
+    np.testing.assert_allclose(a.grad, ta.grad.numpy())

@@ -227,7 +227,16 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
         engine.run_backward(self, grad, retain_graph=bool(retain_graph), inputs=inputs)
 
     def retain_grad(self) -> None:
-        self._retains_grad = True
+        """Keep this tensor's gradient in `.grad` after backward, though it is not a leaf (a leaf keeps its own)."""
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._ctx is not None:
+            self._retains_grad = True
+
+    @property
+    def retains_grad(self) -> bool:
+        """True for a non-leaf whose gradient backward will keep (`retain_grad()` was called), as torch's."""
+        return self._retains_grad
 
     def register_hook(self, hook) -> "engine.HookHandle":
         """Call `hook(grad)` when backward computes this tensor's gradient (as torch): `grad` is a Tensor, and

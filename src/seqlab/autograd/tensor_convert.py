@@ -11,6 +11,7 @@ import numpy as np
 
 from seqlab import backend
 from seqlab.autograd import engine
+from seqlab.autograd import versions as _versions
 from seqlab.autograd.function import Function
 from seqlab.autograd.tensor_common import _tensor_class
 
@@ -209,6 +210,35 @@ class ConversionMethods:
         """Bytes per element."""
         return self.dtype.itemsize
 
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the elements this tensor shows (numel × itemsize; a view's, not its base's)."""
+        return self.numel() * self.dtype.itemsize
+
+    def stride(self, dim: int | None = None):
+        """Elements to step in memory for one step along each dim (a tuple), or along `dim`: torch's strides,
+        NumPy's in elements rather than bytes (0 along an expanded dim; negative along a reversed slice,
+        which torch cannot make)."""
+        strides = tuple(s // self.dtype.itemsize for s in self.data.strides)
+        if dim is None:
+            return strides
+        if not -self.ndim <= dim < max(self.ndim, 1):
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-max(self.ndim, 1)}, "
+                             f"{max(self.ndim, 1) - 1}], but got {dim})")
+        return strides[dim] if self.ndim else 1
+
+    def data_ptr(self) -> int:
+        """The address of the first element (two tensors that share memory from the same place have the same)."""
+        return _address(self.data)
+
+    def storage_offset(self) -> int:
+        """Elements between the start of the memory this tensor views and its first element."""
+        return (_address(self.data) - _address(_versions._root(self.data))) // self.dtype.itemsize
+
     def nelement(self) -> int:
         return self.numel()
 
@@ -232,3 +262,10 @@ class ConversionMethods:
     def grad_fn(self):
         """None for a leaf, else a `GradFn` naming the op that made this tensor ("MulBackward0")."""
         return None if self._ctx is None else GradFn(self._ctx)
+
+
+def _address(arr) -> int:
+    """The address of an array's first element: NumPy's or CuPy's."""
+    if isinstance(arr, np.ndarray):
+        return int(arr.__array_interface__["data"][0])
+    return int(arr.data.ptr)

@@ -110,7 +110,10 @@ class GetItem(Function):
 
     def forward(self, a, index):
         self.shape, self.index = a.shape, index
-        return a[index]
+        out = a[index]
+        if isinstance(out, np.generic):  # one element: NumPy hands a copy, torch a 0-d view (`x[0, 1].fill_(5)`)
+            out = a[(index if isinstance(index, tuple) else (index,)) + (Ellipsis,)]
+        return out
 
     def backward(self, grad):
         return (IndexGrad(self.shape, self.index, grad, _is_basic(self.index)),)
