@@ -418,3 +418,22 @@ def test_retain_grad_and_retains_grad_as_torchs():
     (tb * tb).sum().backward()
     np.testing.assert_allclose(b.grad, tb.grad.numpy())
     np.testing.assert_allclose(a.grad, ta.grad.numpy())
+
+
+@pytest.mark.parametrize("values", [[2, 4, -1], [True, False]])
+def test_reciprocal_of_integers_and_bools_is_the_default_float(values):
+    _same(L.tensor(values).reciprocal(), torch.tensor(values).reciprocal())
+    _same(L.reciprocal(L.tensor(values)), torch.reciprocal(torch.tensor(values)))
+
+
+@pytest.mark.parametrize("p", [0, float("-inf")])
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (1, True), ((0, 1), False), (-1, False)])
+def test_norm_zero_counts_nonzeros_and_minus_inf_takes_the_smallest(p, dim, keepdim):
+    a = np.array([[0.0, 1.5, -2.0, np.inf], [0.0, 0.0, 3.0, -0.5]], dtype=np.float32)
+    x, t = L.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    y, ty = x.norm(p, dim, keepdim), t.norm(p, dim, keepdim)
+    _same(y, ty)
+    y.sum().backward()
+    ty.sum().backward()
+    want = np.zeros_like(a) if t.grad is None else t.grad.numpy()  # p = 0: torch leaves no gradient, seqlab zeros
+    np.testing.assert_array_equal(x.grad, want)

@@ -534,7 +534,8 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
         return self.sqrt().reciprocal()
 
     def reciprocal(self):
-        return E.Div.apply(self.dtype.type(1), self)
+        x = self._float_input()  # integers and bools: the default float dtype, as torch's
+        return E.Div.apply(x.dtype.type(1), x)
 
     def abs(self):
         return E.Abs.apply(self)
@@ -620,6 +621,12 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
             return self.abs().sum(dim, keepdim)
         if p == float("inf"):
             return self.abs().amax(dim, keepdim)
+        if p == float("-inf"):
+            return self.abs().amin(dim, keepdim)
+        if p == 0:  # how many elements are not 0; its gradient is 0, as torch's (written so inf and NaN stay out)
+            nonzero = (self.data != 0).sum(axis=normalize_dims(dim, self.ndim), keepdims=keepdim)
+            count = Tensor(backend.xp_of(self.data).asarray(nonzero, dtype=self.dtype))
+            return (self.masked_fill(self != 0, 0) * 0).sum(dim, keepdim) + count
         powers = E.Pow.apply(self.abs(), p, zero_at_zero=True)  # p < 1: 0, not inf, at a zero element
         return E.Pow.apply(powers.sum(dim, keepdim), 1.0 / p, zero_at_zero=True)
 
