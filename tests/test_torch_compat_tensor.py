@@ -437,3 +437,26 @@ def test_norm_zero_counts_nonzeros_and_minus_inf_takes_the_smallest(p, dim, keep
     ty.sum().backward()
     want = np.zeros_like(a) if t.grad is None else t.grad.numpy()  # p = 0: torch leaves no gradient, seqlab zeros
     np.testing.assert_array_equal(x.grad, want)
+
+
+@pytest.mark.parametrize("values", [[[1, -2], [0, 3]], [[True, False]], [[0.5, -1.5]]])
+@pytest.mark.parametrize("name", ["sigmoid", "tanh"])
+def test_functional_sigmoid_and_tanh_promote_as_torchs(name, values):
+    import torch.nn.functional as TF
+
+    import seqlab.nn.functional as SF
+
+    _same(getattr(SF, name)(L.tensor(values)), getattr(TF, name)(torch.tensor(values)))
+    _same(getattr(SF, name)(input=L.tensor(values)), getattr(TF, name)(input=torch.tensor(values)))
+
+
+@pytest.mark.parametrize("call", [lambda F, x: F.silu(x, False), lambda F, x: F.silu(input=x, inplace=False),
+                                  lambda F, x: F.leaky_relu(x, 0.2, False),
+                                  lambda F, x: F.leaky_relu(input=x, negative_slope=0.1, inplace=False)])
+def test_silu_and_leaky_relu_take_torchs_arguments(call):
+    import torch.nn.functional as TF
+
+    import seqlab.nn.functional as SF
+
+    a = np.array([[-1.5, 0.0, 2.0]], dtype=np.float32)
+    _same(call(SF, L.tensor(a)), call(TF, torch.tensor(a)))

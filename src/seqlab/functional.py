@@ -24,13 +24,14 @@ def _t(x) -> Tensor:
 
 
 # ---- activations (the chapter's 7.1.2) -------------------------------------
-def sigmoid(x: Tensor) -> Tensor:
-    """σ(x) = 1 / (1 + e^−x), stable for any x (no clipping needed)."""
-    return A.Sigmoid.apply(_t(x))
+def sigmoid(input: Tensor) -> Tensor:  # noqa: A002 (torch's name)
+    """σ(x) = 1 / (1 + e^−x), stable for any x (no clipping needed); integers and bools in the default float
+    dtype, as torch's."""
+    return _t(input).sigmoid()
 
 
-def tanh(x: Tensor) -> Tensor:
-    return A.Tanh.apply(_t(x))
+def tanh(input: Tensor) -> Tensor:  # noqa: A002 (torch's name)
+    return _t(input).tanh()
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002 (torch's name)
@@ -46,14 +47,16 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     return A.GELU.apply(_t(x), approximate=approximate)
 
 
-def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
-    """x where x > 0, else negative_slope · x (as torch, the gradient at 0 is negative_slope)."""
-    x = _t(x)
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:  # noqa: A002
+    """x where x > 0, else negative_slope · x (as torch, the gradient at 0 is negative_slope). `inplace` is
+    accepted and ignored, as `relu`'s: use the result."""
+    x = _t(input)
     return where(x.data > 0, x, x * negative_slope)
 
 
-def silu(x: Tensor) -> Tensor:
-    return A.SiLU.apply(_t(x))
+def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002 (torch's name)
+    """x σ(x). `inplace` is accepted and ignored, as `relu`'s: use the result."""
+    return A.SiLU.apply(_t(input))
 
 
 def logsigmoid(x: Tensor) -> Tensor:
