@@ -460,3 +460,31 @@ def test_silu_and_leaky_relu_take_torchs_arguments(call):
 
     a = np.array([[-1.5, 0.0, 2.0]], dtype=np.float32)
     _same(call(SF, L.tensor(a)), call(TF, torch.tensor(a)))
+
+
+def test_dropout_and_silu_take_torchs_inplace_argument():
+    import torch.nn.functional as TF
+
+    import seqlab.nn.functional as SF
+
+    a = np.ones((4, 5), dtype=np.float32)
+    _same(SF.dropout(L.tensor(a), 0.5, False, False), TF.dropout(torch.tensor(a), 0.5, False, False))
+    _same(SF.dropout(input=L.tensor(a), p=0.3, training=False, inplace=False),
+          TF.dropout(input=torch.tensor(a), p=0.3, training=False, inplace=False))
+    kept = SF.dropout(L.tensor(a), 0.5, True, False, generator=np.random.default_rng(0)).numpy()
+    assert set(np.unique(kept)) <= {0.0, 2.0} and 0 < (kept == 0).sum() < a.size
+    _same(L.nn.SiLU(inplace=True)(L.tensor(a)), torch.nn.SiLU(inplace=False)(torch.tensor(a)))
+
+
+def test_adam_with_decoupled_weight_decay_is_adamw_as_torchs():
+    a = np.random.default_rng(0).standard_normal((3, 2)).astype(np.float32)
+    ours, theirs = L.nn.Parameter(L.tensor(a)), torch.nn.Parameter(torch.tensor(a))
+    opt = L.optim.Adam([ours], lr=0.1, weight_decay=0.5, decoupled_weight_decay=True)
+    topt = torch.optim.Adam([theirs], lr=0.1, weight_decay=0.5, decoupled_weight_decay=True)
+    for _ in range(3):
+        for p, o in ((ours, opt), (theirs, topt)):
+            o.zero_grad()
+            (p ** 2).sum().backward()
+            o.step()
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-6, atol=1e-7)
+    assert not L.optim.Adam([L.nn.Parameter(L.tensor(a))], weight_decay=0.5).decoupled  # default: L2, torch's

@@ -229,11 +229,13 @@ def _keep_mask(xp, shape: tuple, p: float, dtype, generator: np.random.Generator
     return _random.keep_mask(shape, p, generator)
 
 
-def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator: np.random.Generator | None = None) -> Tensor:
-    """Inverted dropout: zero each element with probability p, scale the rest by 1/(1 − p)."""
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,  # noqa: A002
+            generator: np.random.Generator | None = None) -> Tensor:
+    """Inverted dropout: zero each element with probability p, scale the rest by 1/(1 − p). `inplace` is
+    accepted and ignored, as `relu`'s: use the result."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability must be in [0, 1], got {p}")
-    x = _t(x)
+    x = _t(input)
     if not training or p == 0.0:
         return x
     if p == 1.0:
@@ -280,7 +282,7 @@ def bias_act_dropout(x: Tensor, bias: Tensor, activation: str = "gelu", p: float
         return Fu.BiasActDropout.apply(x, bias, activation=activation, p=p, key=key)
     h = x + bias
     y = relu(h) if activation == "relu" else gelu(h, "tanh" if activation == "gelu_tanh" else "none")
-    return dropout(y, p, training, generator)
+    return dropout(y, p, training, generator=generator)
 
 
 def linear_act_dropout(x: Tensor, weight: Tensor, bias: Tensor, activation: str = "gelu", p: float = 0.0,

@@ -36,6 +36,10 @@ class Sigmoid(Module):
 
 
 class SiLU(Module):
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace  # accepted for torch compatibility; a new tensor is returned
+
     def forward(self, x):
         return F.silu(x)
 

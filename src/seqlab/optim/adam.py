@@ -14,8 +14,9 @@ class Adam(Optimizer):
     """m ← β1 m + (1 − β1) g;  v ← β2 v + (1 − β2) g²;
     θ ← θ − lr/(1 − β1ᵗ) · m / (√v / √(1 − β2ᵗ) + eps).
 
-    Adam adds weight decay to the gradient (L2); AdamW decays the weights
-    directly, θ ← θ(1 − lr·wd), before the update. `amsgrad` (Reddi et al.
+    Adam adds weight decay to the gradient (L2); AdamW (and Adam with
+    `decoupled_weight_decay=True`, as torch's) decays the weights directly,
+    θ ← θ(1 − lr·wd), before the update. `amsgrad` (Reddi et al.
     2018, torch's option) divides by the running maximum of v instead of v,
     so the step size never grows back. `maximize` ascends: the gradient is
     negated first (torch's order), before weight decay and both moments. With Numba, float32
@@ -28,8 +29,10 @@ class Adam(Optimizer):
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, amsgrad: bool = False, *, foreach: bool | None = None,
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False,
-                 fused: bool | None = None):
+                 fused: bool | None = None, decoupled_weight_decay: bool = False):
         check_implementation_flags(type(self).__name__, differentiable=differentiable)
+        if decoupled_weight_decay:  # torch's Adam(decoupled_weight_decay=True): AdamW's update
+            self.decoupled = True
         if (not isinstance(betas, (tuple, list)) or len(betas) != 2
                 or not all(isinstance(b, (int, float)) and 0 <= b < 1 for b in betas)):
             raise ValueError(f"{type(self).__name__}: betas must be two numbers in [0, 1), got {betas!r}")
