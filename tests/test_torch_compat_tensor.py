@@ -488,3 +488,25 @@ def test_adam_with_decoupled_weight_decay_is_adamw_as_torchs():
             o.step()
     np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-6, atol=1e-7)
     assert not L.optim.Adam([L.nn.Parameter(L.tensor(a))], weight_decay=0.5).decoupled  # default: L2, torch's
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8, np.int64])
+@pytest.mark.parametrize("number", [np.float64(1.5), np.int64(3), np.float32(2.0), 2, 0.5])
+def test_numpy_numbers_count_as_python_numbers_in_pow_and_bitwise_ops(dtype, number):
+    a = np.array([[1, 2], [3, 4]], dtype=dtype)
+    _same(L.tensor(a) ** number, torch.tensor(a) ** number)
+    if np.dtype(dtype).kind in "iu" and isinstance(number, (int, np.integer)):
+        _same(L.tensor(a) & number, torch.tensor(a) & number)
+        _same(L.tensor(a) | number, torch.tensor(a) | number)
+
+
+@pytest.mark.parametrize("other", [lambda lib: lib.tensor([3, 300], dtype=lib.int64), lambda lib: np.int64(250),
+                                   lambda lib: lib.tensor([1, 2], dtype=lib.int32)])
+@pytest.mark.parametrize("op", ["add_", "mul_", "sub_"])
+def test_in_place_arithmetic_casts_back_to_a_narrower_integer_dtype_as_torchs(op, other):
+    ours, theirs = L.tensor([7, 200], dtype=L.uint8), torch.tensor([7, 200], dtype=torch.uint8)
+    getattr(ours, op)(other(L))
+    getattr(theirs, op)(other(torch))
+    _same(ours, theirs)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        L.tensor([1, 2], dtype=L.uint8).add_(L.tensor([0.5, 1.0]))  # a float into an integer tensor: refused

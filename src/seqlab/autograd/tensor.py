@@ -403,6 +403,8 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
     def __pow__(self, p):
         if isinstance(p, Tensor):
             return E.PowTensor.apply(*self._promoted(p))
+        if isinstance(p, np.generic):  # a NumPy number counts as a Python one, as torch: x ** np.float64(2) is float32
+            p = p.item()
         x = self
         if isinstance(p, (float, np.floating)) and self.dtype.kind not in "fc":  # as torch: int ** 2.0 is float32
             x = self._cast(np.dtype(backend.default_dtype()))
@@ -654,10 +656,10 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
         return Tensor(~self.data)
 
     def __and__(self, o):
-        return Tensor(self.data & _arr(o))
+        return Tensor(self.data & _arr(o.item() if isinstance(o, np.generic) else o))  # a NumPy int: as a Python one
 
     def __or__(self, o):
-        return Tensor(self.data | _arr(o))
+        return Tensor(self.data | _arr(o.item() if isinstance(o, np.generic) else o))
 
     # `^` of bool and integer tensors, in torch's result dtype (`_promoted`: bool ^ 2 is int64); no gradient
     def _xor(self, o, reverse: bool) -> "Tensor":

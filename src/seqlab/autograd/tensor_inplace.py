@@ -273,7 +273,9 @@ class InPlaceMethods:
         if not getattr(getattr(self.data, "flags", None), "writeable", True):
             raise RuntimeError(f"{name}: this tensor's array is read-only (a broadcast view, as from expand(), "
                                f"where elements share memory, or an array marked read-only); change a clone()")
-        ufunc(self.data, src, out=self.data)
+        # torch's rule was checked above (no float into an integer tensor): within it the result is cast back to
+        # the tensor's dtype as torch casts it, e.g. a uint8 tensor += an int64 one
+        ufunc(self.data, src, out=self.data, casting="unsafe")
         _versions.bump(self.data)
         return self
 
