@@ -510,3 +510,18 @@ def test_in_place_arithmetic_casts_back_to_a_narrower_integer_dtype_as_torchs(op
     _same(ours, theirs)
     with pytest.raises(RuntimeError, match="can't be cast"):
         L.tensor([1, 2], dtype=L.uint8).add_(L.tensor([0.5, 1.0]))  # a float into an integer tensor: refused
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int64, bool, np.float32])
+@pytest.mark.parametrize("name", ["all", "any"])
+def test_all_and_any_keep_uint8_as_torchs(dtype, name):
+    a = np.array([[0, 1, 2], [3, 4, 5]], dtype=dtype)
+    for args in ((), (1,), (0, True)):
+        _same(getattr(L.tensor(a), name)(*args), getattr(torch.tensor(a), name)(*args))
+
+
+def test_norm_dtype_and_msort_as_torchs():
+    a = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    _same(L.tensor(a).norm(2, 1, dtype=L.float64), torch.tensor(a).norm(2, 1, dtype=torch.float64))
+    _same(L.tensor(a).msort(), torch.tensor(a).msort())
+    _same(L.msort(L.tensor(a)), torch.msort(torch.tensor(a)))

@@ -28,7 +28,7 @@ from seqlab.autograd.tensor_indexing import (addmm, addmv, amax, amin, aminmax, 
                                              narrow, nonzero, outer, put, roll, scatter, scatter_add, searchsorted,
                                              select, split, std_mean, take, take_along_dim, tile, trace, unbind,
                                              unflatten, unique, var_mean, vdot, tensor_split, hsplit, vsplit, dsplit,
-                                             swapaxes, swapdims, ravel, adjoint)
+                                             swapaxes, swapdims, ravel, adjoint, msort)
 from seqlab.autograd.tensor_math import TOPLEVEL as _MATH_TOPLEVEL
 from seqlab.autograd.tensor_math import (absolute, acos, allclose, arccos, arcsin, arctan, arctan2, asin, atan, atan2,
                                          ceil, clamp_max, clamp_min, cosh, eq, equal, erf, expm1, fix, floor,

@@ -611,8 +611,11 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
             return E.Clone.apply(self)
         return Tensor(E.clone_array(self.data))
 
-    def norm(self, p: float = 2, dim=None, keepdim: bool = False) -> "Tensor":
-        """(Σ|x|^p)^(1/p) over `dim` (all elements by default), of a floating-point tensor (as torch)."""
+    def norm(self, p: float = 2, dim=None, keepdim: bool = False, dtype=None) -> "Tensor":
+        """(Σ|x|^p)^(1/p) over `dim` (all elements by default), of a floating-point tensor (as torch); `dtype`
+        casts it first."""
+        if dtype is not None:
+            return self.to(dtype=dtype).norm(p, dim, keepdim)
         if self.dtype.kind not in "fc":
             raise TypeError(f"norm(): expected a floating point or complex tensor, got dtype {self.dtype} (as "
                             f"torch); convert with .float() first")

@@ -76,7 +76,7 @@ _METHOD_FUNCTIONS = [
     "cross", "kron", "cumprod", "cummax", "cummin", "logsumexp", "nansum", "nanmean", "amin", "amax", "aminmax",
     "count_nonzero", "median", "nanmedian", "kthvalue", "mode", "diff", "bincount", "histc",
     "gather", "flip", "chunk", "split", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "swapaxes", "swapdims",
-    "ravel", "adjoint",
+    "ravel", "adjoint", "msort",
 ]
 globals().update({_name: _method_function(_name) for _name in _METHOD_FUNCTIONS})
 

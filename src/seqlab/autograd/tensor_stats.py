@@ -170,13 +170,19 @@ class StatsMethods:
         return self.var(_dim_or_axis("std", dim, axis), unbiased, keepdim, correction=correction).sqrt()
 
     def all(self, dim=None, keepdim: bool = False, *, axis=None) -> "Tensor":
-        """Whether every element (along `dim`: an int or a tuple) is nonzero, a bool tensor (no gradient)."""
+        """Whether every element (along `dim`: an int or a tuple) is nonzero, a bool tensor (no gradient); of a
+        uint8 tensor a uint8 one, as torch's."""
         dims = normalize_dims(_dim_or_axis("all", dim, axis), self.ndim)
-        return Tensor._from_op(backend.xp_of(self.data).asarray(self.data.all(axis=dims, keepdims=keepdim)), None)
+        return self._truth(self.data.all(axis=dims, keepdims=keepdim))
 
     def any(self, dim=None, keepdim: bool = False, *, axis=None) -> "Tensor":
         dims = normalize_dims(_dim_or_axis("any", dim, axis), self.ndim)
-        return Tensor._from_op(backend.xp_of(self.data).asarray(self.data.any(axis=dims, keepdims=keepdim)), None)
+        return self._truth(self.data.any(axis=dims, keepdims=keepdim))
+
+    def _truth(self, result) -> "Tensor":
+        """all/any's result: bool, or uint8 for a uint8 tensor (torch keeps that dtype)."""
+        return Tensor._from_op(backend.xp_of(self.data).asarray(result, dtype=np.uint8 if self.dtype == np.uint8
+                                                                else bool), None)
 
     def logsumexp(self, dim, keepdim: bool = False) -> Any:
         """log Σ exp(x) over `dim` (an int or a tuple), stably: m + log Σ exp(x − m) with m the max (held
@@ -329,6 +335,10 @@ class StatsMethods:
     def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> "Tensor":
         """Indices that sort along `dim`; ties keep their order (stable, whatever `stable` says)."""
         return Tensor._from_op(_sort_indices(self, dim, descending), None)
+
+    def msort(self) -> "Tensor":
+        """The values sorted along dim 0 (`sort(0).values`)."""
+        return self.sort(0).values
 
     def sort(self, dim: int = -1, descending: bool = False, stable: bool = False):
         """(values, indices) sorted along `dim`, as torch.sort; the values carry the gradient."""
