@@ -525,3 +525,14 @@ def test_norm_dtype_and_msort_as_torchs():
     _same(L.tensor(a).norm(2, 1, dtype=L.float64), torch.tensor(a).norm(2, 1, dtype=torch.float64))
     _same(L.tensor(a).msort(), torch.tensor(a).msort())
     _same(L.msort(L.tensor(a)), torch.msort(torch.tensor(a)))
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("call", [lambda x: x[:1].std(), lambda x: x[:1].var(), lambda x: x.reshape(1, 2).var(0)])
+def test_variance_with_no_degrees_of_freedom_is_nan_with_a_nan_gradient_as_torchs(call):
+    ours, theirs = L.tensor([1.0, 2.0], requires_grad=True), torch.tensor([1.0, 2.0], requires_grad=True)
+    y, ty = call(ours), call(theirs)
+    _same(y.detach(), ty.detach())
+    y.sum().backward()
+    ty.sum().backward()
+    np.testing.assert_array_equal(ours.grad, theirs.grad.numpy())  # NaN where torch's is, not a ZeroDivisionError

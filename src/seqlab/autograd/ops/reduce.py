@@ -98,14 +98,19 @@ class Var(Function):
 
     def backward(self, grad):
         g = _expand_back(grad, self.shape, self.dims, self.keepdim)
-        return (g * (2.0 / self.denom) * self.centered,)
+        return (g * self._two_over_denom() * self.centered,)
 
     def backward_graph(self, g):
         # the variance does not change when x shifts: the centered input stands in for x (same graph, x's
         # creator), and centering it again gives the centered values with their dependence on x
         x = graph_input(self, 0, self.centered)
         centered = x - x.mean(self.dims, keepdim=True)
-        return (_expand_back_graph(g, self.dims, self.keepdim) * (2.0 / self.denom) * centered,)
+        return (_expand_back_graph(g, self.dims, self.keepdim) * self._two_over_denom() * centered,)
+
+    def _two_over_denom(self) -> float:
+        """2 / (N − correction); inf when that is 0 (one element, correction 1), so the gradient is NaN as torch's
+        (and the variance itself, NaN) rather than a ZeroDivisionError."""
+        return 2.0 / self.denom if self.denom else float("inf")
 
 
 class Max(Function):
