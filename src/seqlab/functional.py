@@ -170,6 +170,81 @@ def embedding(input, weight: Tensor, padding_idx: int | None = None, max_norm: f
     return Fu.Embedding.apply(weight, ids_arr, padding_idx=padding_idx, scale_grad_by_freq=bool(scale_grad_by_freq))
 
 
+def embedding_bag(input, weight: Tensor, offsets=None, max_norm: float | None = None,  # noqa: A002
+                  norm_type: float = 2, scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """One vector per bag of ids: the sum, mean or max of their rows of `weight` (num_embeddings, dim), as
+    torch's. `input` (B, N) is B bags of N ids; or 1-D with `offsets` (B,), where bag b starts (offsets[0] = 0;
+    with `include_last_offset`, B + 1 of them, the last len(input)). Ids equal to `padding_idx` are left out
+    of their bag (and of its mean's count); an empty bag gives zeros. `per_sample_weights` (the shape of
+    `input`, mode 'sum' only) scales each row first and gets its gradient too. `max_norm` renormalizes the rows
+    looked up, as `embedding`'s. Built from the lookup, a mask and a reduction, so its gradient is theirs.
+    """
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if sparse:
+        raise NotImplementedError("embedding_bag: " + SPARSE_REFUSED)
+    if scale_grad_by_freq:
+        raise NotImplementedError("embedding_bag: scale_grad_by_freq=True is not supported; use embedding() and "
+                                  "a reduction, or leave it False")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}')")
+    ids = np.asarray(backend.to_numpy(_arr(backend.from_torch(input))))
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"embedding_bag ids must be integers, got dtype {ids.dtype}")
+    psw = None if per_sample_weights is None else _t(per_sample_weights)
+    if ids.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             "fixed length sequences")
+        bag_ids = ids  # (B, N): every position of every bag holds an id
+        valid = np.ones(ids.shape, dtype=bool)
+        take = None
+    elif ids.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        starts = np.asarray(backend.to_numpy(_arr(backend.from_torch(offsets)))).astype(np.int64).reshape(-1)
+        ends = np.append(starts[1:], ids.size) if not include_last_offset else starts[1:]
+        starts = starts if not include_last_offset else starts[:-1]
+        if starts.size and starts[0] != 0:
+            raise ValueError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start "
+                             f"from position 0. However, got {starts[0]}")
+        if ends.size and (ends.max() > ids.size or np.any(ends < starts)):
+            raise ValueError(f"offsets must rise and end within the input's length {ids.size}, got "
+                             f"{backend.to_numpy(_arr(backend.from_torch(offsets))).tolist()}")
+        lengths = ends - starts
+        width = int(lengths.max()) if lengths.size else 0
+        take = starts[:, None] + np.arange(width)[None, :]            # (B, width) positions in input
+        valid = np.arange(width)[None, :] < lengths[:, None]
+        take = np.where(valid, take, 0)
+        bag_ids = ids[take] if ids.size else np.zeros(take.shape, dtype=np.int64)
+    else:
+        raise ValueError(f"embedding_bag input must be 1-D (with offsets) or 2-D, got shape {ids.shape}")
+    pad = padding_row(padding_idx, weight.shape[0])
+    if pad is not None:
+        valid = valid & (bag_ids != pad)
+    # positions outside a bag look up an id of the input (no row it does not name is renormalized by max_norm)
+    fill = ids.reshape(-1)[0] if ids.size else 0
+    rows = embedding(np.where(valid, bag_ids, fill), weight, max_norm=max_norm, norm_type=norm_type)  # (B, W, D)
+    keep = Tensor(backend.to_device(valid[..., None], weight.device))            # (B, W, 1) bool
+    if mode == "max":
+        low = Tensor(backend.to_device(np.asarray(-np.inf, dtype=weight.dtype), weight.device))
+        if rows.shape[1] == 0:
+            return rows.sum(1)  # no bag holds anything: zeros
+        best = where(keep, rows, low).max(1).values                                          # (B, D)
+        return where(Tensor(backend.to_device(valid.any(1)[:, None], weight.device)), best, 0.0)
+    if psw is not None:
+        w = psw if take is None else psw[Tensor(take)]
+        rows = rows * w.reshape(tuple(bag_ids.shape) + (1,))
+    total = where(keep, rows, 0.0).sum(1)                                                    # (B, D)
+    if mode == "sum":
+        return total
+    count = np.maximum(valid.sum(1, keepdims=True), 1).astype(weight.dtype)
+    return total / Tensor(backend.to_device(count, weight.device))
+
+
 SPARSE_REFUSED = ("sparse=True is not supported: seqlab has no sparse gradients; the weight gets a dense gradient, "
                   "as with sparse=False (the default)")
 

@@ -19,14 +19,15 @@ from seqlab.nn.misc_layers import (AlphaDropout, Bilinear, ConstantPad1d, Consta
                                    ZeroPad1d, ZeroPad2d, ZeroPad3d)
 from seqlab.nn.module import Module, Parameter
 from seqlab.nn.norm import LayerNorm, RMSNorm
-from seqlab.nn.sparse import Embedding
+from seqlab.nn.sparse import Embedding, EmbeddingBag
 from seqlab.nn.recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from seqlab.nn.additive_attention import AdditiveAttention, LuongAttention
 from seqlab.nn.transformer import (ALiBi, LearnedPositionalEmbedding, MultiheadAttention, PositionalEncoding, RotaryEmbedding, SinusoidalPositionalEncoding, Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer, generate_square_subsequent_mask, memory_efficient_attention, positional_encoding, sliding_window_attention)  # noqa: E501
 
 __all__ = [
     "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "AdditiveAttention", "LuongAttention",
-    "init", "Module", "Parameter", "Linear", "LazyLinear", "Identity", "Embedding", "LayerNorm", "RMSNorm", "Dropout",
+    "init", "Module", "Parameter", "Linear", "LazyLinear", "Identity", "Embedding", "EmbeddingBag", "LayerNorm",
+    "RMSNorm", "Dropout",
     "BatchNorm1d", "BatchNorm2d",
     "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "ReLU", "GELU", "Tanh",
     "Sigmoid", "SiLU", "Softmax",

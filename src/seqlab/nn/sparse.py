@@ -91,3 +91,61 @@ class Embedding(Module):
         if self.scale_grad_by_freq is not False:
             s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
         return s
+
+
+@takes_device
+class EmbeddingBag(Module):
+    """Bags of ids -> one vector each (B, embedding_dim): the sum, mean (default) or max of the bag's rows, as
+    torch's; what the PyTorch text-classification tutorial feeds its linear layer. `forward(input, offsets,
+    per_sample_weights)` as `F.embedding_bag`: `input` (B, N), or 1-D with `offsets` where each bag starts.
+    `weight` (num_embeddings, embedding_dim) ~ N(0, 1), the `padding_idx` row 0 (left out of every bag)."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, max_norm: float | None = None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                 _weight=None, include_last_offset: bool = False, padding_idx: int | None = None,
+                 device=None, dtype=None):
+        super().__init__()
+        if mode not in ("sum", "mean", "max"):
+            raise ValueError("mode has to be one of sum, mean or max")
+        if sparse or scale_grad_by_freq:
+            F.embedding_bag(np.zeros((1, 1), np.int64), creation.zeros(1, 1), sparse=sparse,
+                            scale_grad_by_freq=scale_grad_by_freq)  # its error
+        table = Embedding(num_embeddings, embedding_dim, padding_idx=padding_idx, _weight=_weight, dtype=dtype)
+        self.weight = table.weight
+        self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, table.padding_idx
+        self.max_norm, self.norm_type, self.scale_grad_by_freq = max_norm, norm_type, scale_grad_by_freq
+        self.mode, self.sparse, self.include_last_offset = mode, sparse, include_last_offset
+        if device is not None:
+            self.to(backend.from_torch_name(device))
+
+    def reset_parameters(self) -> None:
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            self.weight.data[self.padding_idx] = 0
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze: bool = True, max_norm: float | None = None, norm_type: float = 2.0,
+                        scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                        include_last_offset: bool = False, padding_idx: int | None = None) -> "EmbeddingBag":
+        """An EmbeddingBag holding `embeddings` (a copy), frozen unless `freeze=False`."""
+        arr = _as_array(embeddings)
+        if len(arr.shape) != 2:
+            raise ValueError(f"embeddings must be 2-D (num_embeddings, embedding_dim), got shape {tuple(arr.shape)}")
+        bag = cls(arr.shape[0], arr.shape[1], max_norm, norm_type, scale_grad_by_freq, mode, sparse, arr.copy(),
+                  include_last_offset, padding_idx)
+        bag.weight.requires_grad = not freeze
+        return bag
+
+    def forward(self, input, offsets=None, per_sample_weights=None):  # noqa: A002 (torch's name)
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type, self.scale_grad_by_freq,
+                               self.mode, self.sparse, per_sample_weights, self.include_last_offset,
+                               self.padding_idx)
+
+    def extra_repr(self) -> str:
+        s = f"{self.num_embeddings}, {self.embedding_dim}, mode='{self.mode}'"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        return s
+
