@@ -20,8 +20,25 @@ def _as_array(embeddings):
     return arr
 
 
+def _pretrained(embeddings):
+    """`from_pretrained`'s table as an array (a copy), 2-D or a ValueError."""
+    arr = _as_array(embeddings)
+    if len(arr.shape) != 2:
+        raise ValueError(f"embeddings must be 2-D (num_embeddings, embedding_dim), got shape {tuple(arr.shape)}")
+    return arr.copy()
+
+
+class _Rows:
+    """What Embedding and EmbeddingBag share: a `weight` of rows ~ N(0, 1), the `padding_idx` row 0."""
+
+    def reset_parameters(self) -> None:
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            self.weight.data[self.padding_idx] = 0
+
+
 @takes_device
-class Embedding(Module):
+class Embedding(_Rows, Module):
     """ids (...) -> vectors (..., embedding_dim); `weight` (num_embeddings, embedding_dim) ~ N(0, 1).
 
     torch's arguments (see `F.embedding`): `padding_idx` (that row starts at 0 and gets no gradient),
@@ -59,22 +76,15 @@ class Embedding(Module):
         if device is not None:  # given by position; by keyword `takes_device` moves the layer
             self.to(backend.from_torch_name(device))
 
-    def reset_parameters(self) -> None:
-        init.normal_(self.weight)
-        if self.padding_idx is not None:
-            self.weight.data[self.padding_idx] = 0
-
     @classmethod
     def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx: int | None = None,
                         max_norm: float | None = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
                         sparse: bool = False) -> "Embedding":
         """An Embedding holding `embeddings` (num_embeddings, embedding_dim) as they are (a copy; the padding
         row too), frozen unless `freeze=False`; the other arguments as the constructor's."""
-        arr = _as_array(embeddings)
-        if len(arr.shape) != 2:
-            raise ValueError(f"embeddings must be 2-D (num_embeddings, embedding_dim), got shape {tuple(arr.shape)}")
+        arr = _pretrained(embeddings)
         return cls(arr.shape[0], arr.shape[1], padding_idx=padding_idx, max_norm=max_norm, norm_type=norm_type,
-                   scale_grad_by_freq=scale_grad_by_freq, sparse=sparse, _weight=arr.copy(), _freeze=freeze)
+                   scale_grad_by_freq=scale_grad_by_freq, sparse=sparse, _weight=arr, _freeze=freeze)
 
     def forward(self, input):  # noqa: A002 (torch's name)
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
@@ -94,7 +104,7 @@ class Embedding(Module):
 
 
 @takes_device
-class EmbeddingBag(Module):
+class EmbeddingBag(_Rows, Module):
     """Bags of ids -> one vector each (B, embedding_dim): the sum, mean (default) or max of the bag's rows, as
     torch's; what the PyTorch text-classification tutorial feeds its linear layer. `forward(input, offsets,
     per_sample_weights)` as `F.embedding_bag`: `input` (B, N), or 1-D with `offsets` where each bag starts.
@@ -118,20 +128,13 @@ class EmbeddingBag(Module):
         if device is not None:
             self.to(backend.from_torch_name(device))
 
-    def reset_parameters(self) -> None:
-        init.normal_(self.weight)
-        if self.padding_idx is not None:
-            self.weight.data[self.padding_idx] = 0
-
     @classmethod
     def from_pretrained(cls, embeddings, freeze: bool = True, max_norm: float | None = None, norm_type: float = 2.0,
                         scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
                         include_last_offset: bool = False, padding_idx: int | None = None) -> "EmbeddingBag":
         """An EmbeddingBag holding `embeddings` (a copy), frozen unless `freeze=False`."""
-        arr = _as_array(embeddings)
-        if len(arr.shape) != 2:
-            raise ValueError(f"embeddings must be 2-D (num_embeddings, embedding_dim), got shape {tuple(arr.shape)}")
-        bag = cls(arr.shape[0], arr.shape[1], max_norm, norm_type, scale_grad_by_freq, mode, sparse, arr.copy(),
+        arr = _pretrained(embeddings)
+        bag = cls(arr.shape[0], arr.shape[1], max_norm, norm_type, scale_grad_by_freq, mode, sparse, arr,
                   include_last_offset, padding_idx)
         bag.weight.requires_grad = not freeze
         return bag
