@@ -321,3 +321,107 @@ def test_d2l_linear_regression_with_lazy_linear_recovers_the_weights():
             opt.step()
     np.testing.assert_allclose(net.weight.numpy().ravel(), w, atol=0.01)
     np.testing.assert_allclose(net.bias.numpy(), [b], atol=0.01)
+
+
+# ---- iterable datasets, concatenation, more samplers --------------------------------------------
+def _streams(lib_data):
+    class Windows(lib_data.IterableDataset):
+        """(x, y) windows cut from a counting "text", as a language model's stream."""
+
+        def __init__(self, n, sized=False):
+            self.n, self.sized = n, sized
+
+        def __iter__(self):
+            for i in range(self.n):
+                yield np.arange(i, i + 3), i + 3
+
+        def __len__(self):
+            if not self.sized:
+                raise TypeError("no len")
+            return self.n
+    return Windows
+
+
+@pytest.mark.parametrize("kw", [dict(batch_size=3), dict(batch_size=3, drop_last=True), dict(batch_size=None),
+                                dict(batch_size=7), dict(batch_size=2, collate_fn=lambda b: len(b))])
+def test_iterable_datasets_batch_as_torchs(kw):
+    from seqlab.utils import data as sdata
+
+    ours = list(DataLoader(_streams(sdata)(7), **kw))
+    theirs = list(tdata.DataLoader(_streams(tdata)(7), **kw))
+    assert len(ours) == len(theirs)
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        assert_same(a, b, f"batch {i}")
+    chained = list(DataLoader(_streams(sdata)(2) + _streams(sdata)(3), batch_size=2))
+    twin = list(tdata.DataLoader(_streams(tdata)(2) + _streams(tdata)(3), batch_size=2))
+    for i, (a, b) in enumerate(zip(chained, twin)):
+        assert_same(a, b, f"chained batch {i}")
+
+
+def test_iterable_dataset_lengths_and_refusals_as_torchs():
+    from seqlab.utils import data as sdata
+
+    for data, lib in ((sdata, DataLoader), (tdata, tdata.DataLoader)):
+        assert len(lib(_streams(data)(7, sized=True), batch_size=3)) == 3
+        assert len(lib(_streams(data)(7, sized=True), batch_size=3, drop_last=True)) == 2
+        with pytest.raises(TypeError):
+            len(lib(_streams(data)(7), batch_size=3))
+        for bad in (dict(shuffle=True), dict(sampler=[0, 1]), dict(batch_sampler=[[0]])):
+            name = next(iter(bad))
+            with pytest.raises(ValueError, match=f"expected unspecified {name} option"):
+                lib(_streams(data)(7), **bad)
+    assert sdata.get_worker_info() is None is tdata.get_worker_info()
+
+
+def test_concat_dataset_as_torchs():
+    from seqlab.utils import data as sdata
+
+    parts = [[(1, 2.0)], [(3, 4.0), (5, 6.0)], [], [(7, 8.0)]]
+    ours, theirs = sdata.ConcatDataset(parts), tdata.ConcatDataset(parts)
+    assert len(ours) == len(theirs) == 4 and ours.cumulative_sizes == theirs.cumulative_sizes
+    for i in range(-4, 4):
+        assert ours[i] == theirs[i]
+    for bad in (4, -5):
+        with pytest.raises((IndexError, ValueError)):
+            ours[bad]
+    summed = TensorDataset(np.arange(3)) + TensorDataset(np.arange(10, 12))
+    assert isinstance(summed, sdata.ConcatDataset) and [int(s[0]) for s in summed] == [0, 1, 2, 10, 11]
+    for i, (a, b) in enumerate(zip(DataLoader(ours, batch_size=3), tdata.DataLoader(theirs, batch_size=3))):
+        assert_same(a, b, f"batch {i}")
+    with pytest.raises(ValueError, match="empty"):
+        sdata.ConcatDataset([])
+    with pytest.raises(TypeError, match="IterableDataset"):
+        sdata.ConcatDataset([_streams(sdata)(2)])
+
+
+def test_subset_random_sampler_permutes_the_given_indices():
+    from seqlab.utils import data as sdata
+
+    indices = [9, 4, 7, 1]
+    sampler = sdata.SubsetRandomSampler(indices, generator=np.random.default_rng(0))
+    first, second = list(sampler), list(sampler)
+    assert sorted(first) == sorted(second) == sorted(indices) and len(sampler) == 4
+    assert first != second or list(sampler) != first  # a new order each pass
+    again = list(sdata.SubsetRandomSampler(indices, generator=np.random.default_rng(0)))
+    assert again == first  # reproducible from the generator
+
+
+def test_weighted_random_sampler_draws_by_weight_as_torchs():
+    from seqlab.utils import data as sdata
+
+    weights = [1.0, 0.0, 3.0, 4.0]
+    draws = list(sdata.WeightedRandomSampler(weights, 40_000, generator=np.random.default_rng(1)))
+    counts = np.bincount(draws, minlength=4) / len(draws)
+    np.testing.assert_allclose(counts, np.array(weights) / 8, atol=0.01)  # torch's distribution
+    assert counts[1] == 0
+    distinct = list(sdata.WeightedRandomSampler(weights, 3, replacement=False, generator=np.random.default_rng(2)))
+    assert sorted(distinct) == [0, 2, 3] and len(sdata.WeightedRandomSampler(weights, 5)) == 5
+    balanced = DataLoader(TensorDataset(np.arange(4)), batch_size=2,
+                          sampler=sdata.WeightedRandomSampler(weights, 6, generator=np.random.default_rng(3)))
+    assert [len(b[0]) for b in balanced] == [2, 2, 2] and len(balanced) == 3
+    for bad, match in (((weights, 0), "num_samples should be a positive integer"),
+                       (([1.0, -1.0], 2), "non-negative"), ((weights, 4, False), "without replacement")):
+        with pytest.raises(ValueError, match=match):
+            sdata.WeightedRandomSampler(*bad)
+    with pytest.raises(ValueError, match="num_samples should be a positive integer"):
+        tdata.WeightedRandomSampler(weights, 0)

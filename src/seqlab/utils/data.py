@@ -1,4 +1,5 @@
-"""torch.utils.data's map-style datasets and DataLoader, in this process (no worker processes).
+"""torch.utils.data's datasets (map-style and iterable), samplers and DataLoader, in this process (no worker
+processes).
 
     from seqlab.utils.data import DataLoader, TensorDataset, random_split
     data = TensorDataset(X, y)                       # X (N, ...), y (N,): Tensors or NumPy arrays
@@ -27,8 +28,9 @@ from seqlab import backend, creation
 from seqlab import random as _random
 from seqlab.autograd.tensor import Tensor
 
-__all__ = ["Dataset", "TensorDataset", "Subset", "random_split", "DataLoader", "default_collate",
-           "default_convert", "Sampler", "SequentialSampler", "RandomSampler", "BatchSampler"]
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "ChainDataset", "random_split",
+           "DataLoader", "default_collate", "default_convert", "get_worker_info", "Sampler", "SequentialSampler",
+           "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler"]
 
 
 # ---- datasets ------------------------------------------------------------------------------------
@@ -41,6 +43,71 @@ class Dataset:
 
     def __len__(self) -> int:
         raise NotImplementedError(f"{type(self).__name__} must define __len__")
+
+    def __add__(self, other) -> "ConcatDataset":
+        return ConcatDataset([self, other])
+
+
+class IterableDataset:
+    """A stream of samples: define `__iter__` (a generator over a file, windows cut from a text, ...).
+    DataLoader batches consecutive samples; it takes no shuffle or sampler for it (order is the stream's),
+    as torch's. `a + b` chains two streams (`ChainDataset`)."""
+
+    def __iter__(self):
+        raise NotImplementedError(f"{type(self).__name__} must define __iter__")
+
+    def __add__(self, other) -> "ChainDataset":
+        return ChainDataset([self, other])
+
+
+class ConcatDataset(Dataset):
+    """Map-style datasets one after another: index i of the whole is index i − cumulative_sizes[k − 1] of
+    dataset k (negative indices count from the end)."""
+
+    def __init__(self, datasets: Iterable) -> None:
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise ValueError("datasets should not be an empty iterable")
+        for d in self.datasets:
+            if isinstance(d, IterableDataset):
+                raise TypeError("ConcatDataset does not support IterableDataset (use ChainDataset)")
+        self.cumulative_sizes = np.cumsum([len(d) for d in self.datasets]).tolist()
+
+    def __len__(self) -> int:
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, index):
+        n = len(self)
+        if index < 0:
+            if -index > n:
+                raise ValueError("absolute value of index should not exceed dataset length")
+            index += n
+        if index >= n:
+            raise IndexError(f"index {index} is out of range for a ConcatDataset of {n} samples")
+        k = int(np.searchsorted(self.cumulative_sizes, index, side="right"))
+        return self.datasets[k][index - (self.cumulative_sizes[k - 1] if k else 0)]
+
+
+class ChainDataset(IterableDataset):
+    """Iterable datasets one after another."""
+
+    def __init__(self, datasets: Iterable) -> None:
+        self.datasets = list(datasets)
+
+    def __iter__(self):
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise TypeError("ChainDataset only supports IterableDataset")
+            yield from d
+
+    def __len__(self) -> int:
+        return sum(len(d) for d in self.datasets)
+
+
+def get_worker_info():
+    """None: seqlab's DataLoader loads in this process, as torch's main process sees it (an IterableDataset
+    that shards by worker then reads everything)."""
+    return None
 
 
 class TensorDataset(Dataset):
@@ -159,6 +226,51 @@ class RandomSampler(Sampler):
         return len(self.data_source)
 
 
+class SubsetRandomSampler(Sampler):
+    """The given `indices`, in a new random order every pass (from `generator`, else seqlab's)."""
+
+    def __init__(self, indices: Sequence[int], generator: np.random.Generator | None = None) -> None:
+        self.indices, self.generator = indices, _check_generator(generator)
+
+    def __iter__(self) -> Iterator[int]:
+        order = _generator(self.generator).permutation(len(self.indices))
+        return iter([self.indices[i] for i in order.tolist()])
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """`num_samples` indices drawn with probabilities proportional to `weights` (one per sample; e.g. the
+    inverse of each class's frequency, to balance classes), with replacement unless `replacement=False`,
+    from `generator` (else seqlab's)."""
+
+    def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
+                 generator: np.random.Generator | None = None) -> None:
+        if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
+        w = np.asarray(backend.to_numpy(weights.data) if isinstance(weights, Tensor) else weights, dtype=np.float64)
+        if w.ndim != 1:
+            raise ValueError(f"weights should be a 1d sequence but given weights have shape {tuple(w.shape)}")
+        if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+            raise ValueError("weights must be finite, non-negative and not all zero")
+        if not replacement and num_samples > np.count_nonzero(w):
+            raise ValueError(f"cannot sample {num_samples} samples without replacement from "
+                             f"{np.count_nonzero(w)} with a nonzero weight")
+        self.weights, self.num_samples, self.replacement = w, int(num_samples), replacement
+        self.generator = _check_generator(generator)
+
+    def __iter__(self) -> Iterator[int]:
+        p = self.weights / self.weights.sum()
+        picks = _generator(self.generator).choice(len(p), size=self.num_samples, replace=self.replacement, p=p)
+        return iter(picks.tolist())
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
 class BatchSampler(Sampler):
     """Lists of `batch_size` indices from `sampler`; the last shorter one kept unless `drop_last`."""
 
@@ -252,7 +364,8 @@ def _rebuild(elem, values):
 
 # ---- the loader ----------------------------------------------------------------------------------
 class DataLoader:
-    """Batches of a map-style dataset, as torch.utils.data.DataLoader, loaded in this process.
+    """Batches of a map-style dataset or an IterableDataset, as torch.utils.data.DataLoader, loaded in this
+    process.
 
     batch_size: samples per batch; None yields samples one by one (`default_convert`ed, not stacked).
     shuffle: a new order each epoch (each `iter(loader)`), from `generator` or else seqlab's generator.
@@ -266,9 +379,15 @@ class DataLoader:
                  batch_sampler=None, num_workers: int = 0, collate_fn: Callable | None = None,
                  pin_memory: bool = False, drop_last: bool = False, *,
                  generator: np.random.Generator | None = None) -> None:
-        if not (hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__")):
-            raise TypeError(f"DataLoader takes a map-style dataset (with __getitem__ and __len__), got "
-                            f"{type(dataset).__name__}")
+        stream = isinstance(dataset, IterableDataset)
+        if not stream and not (hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__")):
+            raise TypeError(f"DataLoader takes a map-style dataset (with __getitem__ and __len__) or an "
+                            f"IterableDataset, got {type(dataset).__name__}")
+        if stream:
+            for name, value in (("shuffle", shuffle), ("sampler", sampler), ("batch_sampler", batch_sampler)):
+                if value not in (None, False):
+                    raise ValueError(f"DataLoader with IterableDataset: expected unspecified {name} option, but "
+                                     f"got {name}={value!r}")
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(f"num_workers option should be a non-negative int; use num_workers=0 to disable "
                              f"multiprocessing (got {num_workers!r})")
@@ -288,9 +407,11 @@ class DataLoader:
                                  "drop_last")
         else:
             _check_batch_size(batch_size)
-        if sampler is None:
+        if sampler is None and not stream:
             generator = _check_generator(generator)
             sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
+        if stream:  # the stream's samples in order, `batch_size` at a time (`_Stream`)
+            sampler = _Stream(dataset)
         if batch_size is not None and batch_sampler is None:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
         self.dataset, self.batch_size, self.drop_last, self.num_workers = dataset, batch_size, drop_last, 0
@@ -300,15 +421,31 @@ class DataLoader:
             default_collate if batch_sampler is not None else default_convert
 
     def __iter__(self) -> Iterator[Any]:
+        # a stream's "indices" are its samples themselves (`_Stream`); a map-style dataset is indexed
+        take = (lambda sample: sample) if isinstance(self.sampler, _Stream) else self.dataset.__getitem__
         if self.batch_sampler is None:  # no auto-batching: one sample at a time
             for i in self.sampler:
-                yield self.collate_fn(self.dataset[i])
+                yield self.collate_fn(take(i))
             return
         for indices in self.batch_sampler:
-            yield self.collate_fn([self.dataset[i] for i in indices])
+            yield self.collate_fn([take(i) for i in indices])
 
     def __len__(self) -> int:
         return len(self.batch_sampler if self.batch_sampler is not None else self.sampler)
+
+
+class _Stream:
+    """An IterableDataset's samples as DataLoader's "sampler": iterating yields the samples themselves; its
+    length is the dataset's, where it has one (else len(loader) raises TypeError, as torch's)."""
+
+    def __init__(self, dataset) -> None:
+        self.dataset = dataset
+
+    def __iter__(self):
+        return iter(self.dataset)
+
+    def __len__(self) -> int:
+        return len(self.dataset)
 
 
 def _check_batch_size(batch_size) -> None:
