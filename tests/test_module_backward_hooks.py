@@ -62,6 +62,13 @@ def _record(log, name):
     return hook, pre
 
 
+def _hook_both(mod, log, name) -> None:
+    """`_record`'s full backward hook and pre-hook, registered on `mod`."""
+    hook, pre = _record(log, name)
+    mod.register_full_backward_hook(hook)
+    mod.register_full_backward_pre_hook(pre)
+
+
 def _both(t_mod, s_mod, run):
     """run(lib, module, log) in each library; returns the two logs and what run returned."""
     out = []
@@ -76,9 +83,7 @@ def test_linear_hook_sees_torchs_grad_input_and_grad_output():
     t, s = _pair(lambda: torch.nn.Linear(3, 2), lambda: nn.Linear(3, 2))
 
     def run(lib, mod, log):
-        hook, pre = _record(log, "lin")
-        mod.register_full_backward_hook(hook)
-        mod.register_full_backward_pre_hook(pre)
+        _hook_both(mod, log, "lin")
         x = _leaf(lib, X23)
         (mod(x).tanh() ** 2).sum().backward()
         return _np(x.grad), _np(mod.weight.grad)
@@ -102,9 +107,7 @@ def test_sequential_hooks_fire_in_torchs_order(x_needs_grad):
 
     def run(lib, mod, log):
         for name, m in [("seq", mod), ("0", mod[0]), ("2", mod[2])]:
-            hook, pre = _record(log, name)
-            m.register_full_backward_hook(hook)
-            m.register_full_backward_pre_hook(pre)
+            _hook_both(m, log, name)
         (mod(_leaf(lib, X23, requires_grad=x_needs_grad)) ** 2).sum().backward()
         return _np(mod[0].weight.grad)
 
@@ -144,9 +147,7 @@ def test_two_inputs_and_a_number(needs):
     """An entry per positional argument: None for the number; a Tensor input that needs no grad gets torch's
     zeros when another input needs one; all None when none needs one (then the hook fires from the outputs)."""
     def run(lib, mod, log):
-        hook, pre = _record(log, "two")
-        mod.register_full_backward_hook(hook)
-        mod.register_full_backward_pre_hook(pre)
+        _hook_both(mod, log, "two")
         a, b = _leaf(lib, X23, needs[0]), _leaf(lib, X23[::-1].copy(), needs[1])
         (mod(a, 3.0, b) ** 2).sum().backward()                  # the parameter w: a graph either way
         return [_np(a.grad), _np(b.grad), _np(mod.w.grad)]
@@ -177,9 +178,7 @@ def test_multihead_attention_three_inputs_and_a_tuple_output(same):
     t, s = _mha_pair()
 
     def run(lib, mod, log):
-        hook, pre = _record(log, "mha")
-        mod.register_full_backward_hook(hook)
-        mod.register_full_backward_pre_hook(pre)
+        _hook_both(mod, log, "mha")
         q = _leaf(lib, X234)
         k, v = (q, q) if same else (_leaf(lib, K234), _leaf(lib, V234))
         out, weights = mod(q, k, v)
@@ -296,9 +295,7 @@ def test_a_module_called_twice_fires_twice_with_each_calls_gradients():
     t, s = _pair(lambda: torch.nn.Linear(3, 3), lambda: nn.Linear(3, 3))
 
     def run(lib, mod, log):
-        hook, pre = _record(log, "lin")
-        mod.register_full_backward_hook(hook)
-        mod.register_full_backward_pre_hook(pre)
+        _hook_both(mod, log, "lin")
         x = _leaf(lib, X23)
         y = mod(mod(x).tanh()) ** 2
         y.sum().backward(retain_graph=True)
@@ -318,9 +315,7 @@ def test_no_hook_without_a_graph():
     t, s = _pair(lambda: torch.nn.Linear(3, 2), lambda: nn.Linear(3, 2))
 
     def run(lib, mod, log):
-        hook, pre = _record(log, "lin")
-        mod.register_full_backward_hook(hook)
-        mod.register_full_backward_pre_hook(pre)
+        _hook_both(mod, log, "lin")
         x = _leaf(lib, X23)
         with lib.no_grad():
             y = mod(x)

