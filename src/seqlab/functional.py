@@ -923,10 +923,11 @@ def _pad_indexed(x: Tensor, d: int, left: int, right: int, mode: str) -> Tensor:
         return x
     return x[(slice(None),) * d + (idx,)]
 from seqlab.nn.batchnorm import batch_norm  # noqa: E402,F401  (torch's F.batch_norm; nn.BatchNorm1d/2d call it)
+from seqlab.nn.norm_more import group_norm, instance_norm, local_response_norm  # noqa: E402,F401
 # more activations, losses, distances and layer functions, in files of their own (torch.nn.functional's names)
 from seqlab.functional_activations import (celu, elu, glu, gumbel_softmax, hardshrink, hardsigmoid,  # noqa: E402,F401
                                            hardswish, hardtanh, mish, prelu, relu6, rrelu, selu, softmin, softplus,
-                                           softshrink, softsign, tanhshrink)
+                                           softshrink, softsign, tanhshrink, threshold)
 from seqlab.functional_losses import (binary_cross_entropy, cosine_embedding_loss, gaussian_nll_loss,  # noqa: E402,F401
                                       hinge_embedding_loss, huber_loss, kl_div, l1_loss, margin_ranking_loss,
                                       multilabel_soft_margin_loss, pairwise_distance, poisson_nll_loss,

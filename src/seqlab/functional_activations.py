@@ -21,7 +21,8 @@ from seqlab.backend import xp_of
 from seqlab.functional import _softmax_input, _t, leaky_relu, logsigmoid, sigmoid, softmax, where
 
 __all__ = ["elu", "selu", "celu", "softplus", "softsign", "hardtanh", "relu6", "hardsigmoid", "hardswish", "mish",
-           "softmin", "glu", "tanhshrink", "softshrink", "hardshrink", "rrelu", "gumbel_softmax", "prelu"]
+           "softmin", "glu", "tanhshrink", "softshrink", "hardshrink", "rrelu", "gumbel_softmax", "prelu",
+           "threshold"]
 
 # SELU's constants (Klambauer et al. 2017, eq. 14): the fixed point of mean 0 and variance 1
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -78,6 +79,12 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,  # noqa
         raise ValueError(f"min_val cannot be greater than max_val, got min_val={min_val} and max_val={max_val}")
     x = _t(input)
     return x.masked_fill(x.data <= min_val, min_val).masked_fill(x.data >= max_val, max_val)
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:  # noqa: A002
+    """x where x > threshold, else `value`; the gradient passes where x > threshold only, as torch's."""
+    x = _t(input)
+    return x.masked_fill(x.data <= threshold, value)  # NaN is not <= threshold: it stays NaN, as torch's
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002

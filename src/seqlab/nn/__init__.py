@@ -2,7 +2,8 @@
 from seqlab.nn import init
 from seqlab.nn.activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from seqlab.nn.activation_more import (CELU, ELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LogSigmoid,
-                                       Mish, PReLU, ReLU6, RReLU, Softmin, Softplus, Softshrink, Softsign, Tanhshrink)
+                                       Mish, PReLU, ReLU6, RReLU, Softmax2d, Softmin, Softplus, Softshrink, Softsign,
+                                       Tanhshrink, Threshold)
 from seqlab.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from seqlab.nn.conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AvgPool1d, AvgPool2d, Conv1d,
                             Conv2d, ConvTranspose1d, ConvTranspose2d, MaxPool1d, MaxPool2d)
@@ -19,8 +20,11 @@ from seqlab.nn.misc_layers import (AlphaDropout, Bilinear, ConstantPad1d, Consta
                                    ZeroPad1d, ZeroPad2d, ZeroPad3d)
 from seqlab.nn.module import Module, Parameter
 from seqlab.nn.norm import LayerNorm, RMSNorm
+from seqlab.nn.norm_more import (BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,
+                                 LocalResponseNorm)
 from seqlab.nn.sparse import Embedding, EmbeddingBag
 from seqlab.nn.recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from seqlab.nn.recurrent import _CellBase as RNNCellBase, _RNNBase as RNNBase  # torch's bases, for isinstance
 from seqlab.nn.additive_attention import AdditiveAttention, LuongAttention
 from seqlab.nn.transformer import (ALiBi, LearnedPositionalEmbedding, MultiheadAttention, PositionalEncoding, RotaryEmbedding, SinusoidalPositionalEncoding, Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer, generate_square_subsequent_mask, memory_efficient_attention, positional_encoding, sliding_window_attention)  # noqa: E501
 
@@ -43,6 +47,8 @@ __all__ = [
     "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
     "AdaptiveMaxPool1d",
+    "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm", "BatchNorm3d",
+    "Threshold", "Softmax2d", "RNNBase", "RNNCellBase",
     "functional", "utils",
 ]
 

@@ -13,7 +13,8 @@ from seqlab.nn import init as _init
 from seqlab.nn.module import Module, Parameter, takes_device
 
 __all__ = ["ELU", "SELU", "CELU", "Softplus", "Softsign", "Hardtanh", "ReLU6", "Hardsigmoid", "Hardswish", "Mish",
-           "LogSigmoid", "Softmin", "GLU", "Tanhshrink", "Softshrink", "Hardshrink", "PReLU", "RReLU"]
+           "LogSigmoid", "Softmin", "GLU", "Tanhshrink", "Softshrink", "Hardshrink", "PReLU", "RReLU", "Threshold",
+           "Softmax2d"]
 
 
 def _inplace(inplace: bool) -> str:
@@ -84,6 +85,29 @@ class Hardtanh(Module):
 
     def extra_repr(self) -> str:
         return f"min_val={self.min_val}, max_val={self.max_val}{_inplace(self.inplace)}"
+
+
+class Threshold(Module):
+    """x where x > threshold, else `value` (`F.threshold`)."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, input):  # noqa: A002
+        return F.threshold(input, self.threshold, self.value)
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}{_inplace(self.inplace)}"
+
+
+class Softmax2d(Module):
+    """The softmax over the channels at each position of (N, C, H, W) or (C, H, W): dim −3."""
+
+    def forward(self, input):  # noqa: A002
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D instead")
+        return F.softmax(input, -3)
 
 
 class ReLU6(Hardtanh):

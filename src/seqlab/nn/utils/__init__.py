@@ -7,9 +7,10 @@ from typing import Iterable
 from seqlab import backend
 from seqlab.autograd.tensor import Tensor
 from seqlab.nn.utils import rnn
-from seqlab.optim.clip import clip_grad_norm_, clip_grad_value_
+from seqlab.optim.clip import clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "rnn", "parameters_to_vector", "vector_to_parameters"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "rnn",
+           "parameters_to_vector", "vector_to_parameters"]
 
 
 def _one_device(params: list) -> None:
