@@ -5,6 +5,11 @@ from seqlab.models.translator import Translator, TranslatorConfig
 from seqlab.models.auto import (AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM,  # noqa: F401
                                 AutoModelForSeq2SeqLM, AutoModelForSequenceClassification, BertConfig, BertForMaskedLM, BertForSequenceClassification, BertModel,  # noqa: F401
                                 GPT, GPTConfig, GPTForSequenceClassification, T5Config, T5ForConditionalGeneration)
+from seqlab.models.auto import (AutoModelForMultipleChoice, AutoModelForNextSentencePrediction,  # noqa: F401
+                                AutoModelForPreTraining, AutoModelForQuestionAnswering,
+                                AutoModelForTokenClassification, BertForMultipleChoice,
+                                BertForNextSentencePrediction, BertForPreTraining, BertForQuestionAnswering,
+                                BertForTokenClassification)
 
 # transformers' names for GPT-2's classes (seqlab's GPT is GPT2LMHeadModel's computation and checkpoint layout)
 GPT2LMHeadModel = GPT

@@ -13,20 +13,31 @@ import os
 from seqlab.errors import CheckpointError
 from seqlab.hub.pretrained import read_config, resolve, run_folder_note
 from seqlab.models.bert import BertConfig, BertForMaskedLM, BertForSequenceClassification, BertModel
+from seqlab.models.bert_heads import (BertForMultipleChoice, BertForNextSentencePrediction, BertForPreTraining,
+                                      BertForQuestionAnswering, BertForTokenClassification)
 from seqlab.models.gpt import GPT, GPTConfig, GPTForSequenceClassification
 from seqlab.models.t5 import T5Config, T5ForConditionalGeneration
 
 __all__ = ["AutoModel", "AutoModelForCausalLM", "AutoModelForMaskedLM", "AutoModelForSequenceClassification",
-           "AutoModelForSeq2SeqLM", "model_class", "BertConfig", "BertModel", "BertForMaskedLM", "BertForSequenceClassification",
-           "GPTConfig", "GPT", "GPTForSequenceClassification", "T5Config", "T5ForConditionalGeneration"]
+           "AutoModelForSeq2SeqLM", "model_class", "BertConfig", "BertModel", "BertForMaskedLM",
+           "BertForSequenceClassification",
+           "GPTConfig", "GPT", "GPTForSequenceClassification", "T5Config", "T5ForConditionalGeneration",
+           "AutoModelForPreTraining", "AutoModelForNextSentencePrediction", "AutoModelForTokenClassification",
+           "AutoModelForQuestionAnswering", "AutoModelForMultipleChoice", "BertForPreTraining",
+           "BertForNextSentencePrediction", "BertForTokenClassification", "BertForQuestionAnswering",
+           "BertForMultipleChoice"]
 
 # model_type -> (module, {HF architecture: seqlab class}, default class)
 MODELS: dict[str, tuple[str, dict[str, str], str]] = {
     "bert": ("seqlab.models.bert", {
         "BertModel": "BertModel",
         "BertForMaskedLM": "BertForMaskedLM",
-        "BertForPreTraining": "BertForMaskedLM",
+        "BertForPreTraining": "BertForPreTraining",
+        "BertForNextSentencePrediction": "BertForNextSentencePrediction",
         "BertForSequenceClassification": "BertForSequenceClassification",
+        "BertForTokenClassification": "BertForTokenClassification",
+        "BertForQuestionAnswering": "BertForQuestionAnswering",
+        "BertForMultipleChoice": "BertForMultipleChoice",
     }, "BertModel"),
     "gpt2": ("seqlab.models.gpt", {
         "GPT2LMHeadModel": "GPT",
@@ -98,6 +109,13 @@ TASKS: dict[str, dict[str, str]] = {
     "AutoModelForSequenceClassification": {"bert": "BertForSequenceClassification",
                                            "gpt2": "GPTForSequenceClassification"},
     "AutoModelForSeq2SeqLM": {"t5": "T5ForConditionalGeneration"},
+    # as transformers' MODEL_FOR_PRETRAINING_MAPPING: each family's pretraining objective (GPT-2's and T5's are
+    # their language-model heads)
+    "AutoModelForPreTraining": {"bert": "BertForPreTraining", "gpt2": "GPT", "t5": "T5ForConditionalGeneration"},
+    "AutoModelForNextSentencePrediction": {"bert": "BertForNextSentencePrediction"},
+    "AutoModelForTokenClassification": {"bert": "BertForTokenClassification"},
+    "AutoModelForQuestionAnswering": {"bert": "BertForQuestionAnswering"},
+    "AutoModelForMultipleChoice": {"bert": "BertForMultipleChoice"},
 }
 
 
@@ -146,3 +164,24 @@ class AutoModelForSequenceClassification(_AutoTask):
 
 class AutoModelForSeq2SeqLM(_AutoTask):
     """T5 folders as `T5ForConditionalGeneration`."""
+
+
+class AutoModelForPreTraining(_AutoTask):
+    """BERT folders as `BertForPreTraining` (masked LM + next sentence), GPT-2 as `GPT`, T5 as
+    `T5ForConditionalGeneration`, as transformers maps them."""
+
+
+class AutoModelForNextSentencePrediction(_AutoTask):
+    """BERT folders as `BertForNextSentencePrediction`."""
+
+
+class AutoModelForTokenClassification(_AutoTask):
+    """BERT folders as `BertForTokenClassification` (pass num_labels=... for a fresh head)."""
+
+
+class AutoModelForQuestionAnswering(_AutoTask):
+    """BERT folders as `BertForQuestionAnswering`."""
+
+
+class AutoModelForMultipleChoice(_AutoTask):
+    """BERT folders as `BertForMultipleChoice`."""

@@ -348,3 +348,17 @@ class BertForSequenceClassification(nn.Module, BertPreTrained):
         return SequenceClassifierOutput(loss=loss, logits=logits, attentions=out.attentions,
                                         hidden_states=out.hidden_states)
 
+
+# BERT's other heads (pretraining with NSP, token classification, QA, multiple choice) live in bert_heads.py,
+# which builds on the classes above; they are importable from here too, loaded on first use (an import at the
+# top of either file would be circular).
+_HEADS = ("BertForPreTraining", "BertForNextSentencePrediction", "BertForTokenClassification",
+          "BertForQuestionAnswering", "BertForMultipleChoice")
+
+
+def __getattr__(name: str):
+    if name in _HEADS:
+        from seqlab.models import bert_heads
+
+        return getattr(bert_heads, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
