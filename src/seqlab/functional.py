@@ -932,6 +932,8 @@ from seqlab.functional_losses import (binary_cross_entropy, cosine_embedding_los
                                       hinge_embedding_loss, huber_loss, kl_div, l1_loss, margin_ranking_loss,
                                       multilabel_soft_margin_loss, pairwise_distance, poisson_nll_loss,
                                       smooth_l1_loss, soft_margin_loss, triplet_margin_loss)
+from seqlab.functional_losses_more import (ctc_loss, multi_margin_loss, multilabel_margin_loss,  # noqa: E402,F401
+                                           triplet_margin_with_distance_loss)
 from seqlab.nn.misc_layers import (alpha_dropout, bilinear, dropout1d, dropout2d,  # noqa: E402,F401
                                    feature_alpha_dropout)
 from seqlab.functional_conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,  # noqa: E402,F401

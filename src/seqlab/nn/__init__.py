@@ -14,6 +14,8 @@ from seqlab.nn.loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from seqlab.nn.loss_more import (BCELoss, CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss,
                                  KLDivLoss, L1Loss, MarginRankingLoss, MultiLabelSoftMarginLoss, PoissonNLLLoss,
                                  SmoothL1Loss, SoftMarginLoss, TripletMarginLoss)
+from seqlab.nn.loss_ctc_margin import (CTCLoss, MultiLabelMarginLoss, MultiMarginLoss,
+                                       TripletMarginWithDistanceLoss)
 from seqlab.nn.misc_layers import (AlphaDropout, Bilinear, ConstantPad1d, ConstantPad2d, ConstantPad3d,
                                    CosineSimilarity, Dropout1d, Dropout2d, FeatureAlphaDropout, PairwiseDistance,
                                    ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, Unflatten,
@@ -41,6 +43,7 @@ __all__ = [
     "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss",
     "MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss", "TripletMarginLoss", "SoftMarginLoss",
     "MultiLabelSoftMarginLoss",
+    "CTCLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss",
     "Unflatten", "Bilinear", "CosineSimilarity", "PairwiseDistance", "ConstantPad1d", "ConstantPad2d",
     "ConstantPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ReflectionPad1d", "ReflectionPad2d",
     "ReplicationPad1d", "ReplicationPad2d", "Dropout1d", "Dropout2d", "AlphaDropout", "FeatureAlphaDropout",
