@@ -536,3 +536,31 @@ def test_variance_with_no_degrees_of_freedom_is_nan_with_a_nan_gradient_as_torch
     y.sum().backward()
     ty.sum().backward()
     np.testing.assert_array_equal(ours.grad, theirs.grad.numpy())  # NaN where torch's is, not a ZeroDivisionError
+
+
+# ---- subtraction and negation of bools: torch's refusals ------------------------------------------------
+@pytest.mark.parametrize("expr", ["b - b", "b - 1", "1 - b", "b - 1.5", "i - b", "b - i", "i - True", "True - i",
+                                  "b.sub(b)", "f - b", "f.sub_(b)", "i.sub_(b)", "lib.sub(i, b)", "-b", "b.neg()",
+                                  "b.negative()", "lib.neg(b)"])
+def test_bool_subtraction_and_negation_raise_torchs_error(expr):
+    def run(lib):
+        b, i = lib.tensor([True, False]), lib.tensor([1, 2])
+        f = lib.tensor([0.5, 1.5])
+        try:
+            eval(expr)
+        except RuntimeError as e:
+            return str(e)
+        return None
+
+    expected = run(torch)
+    assert expected is not None
+    assert run(L) == expected
+
+
+def test_numeric_subtraction_and_mask_inversion_still_work():
+    b = L.tensor([True, False])
+    assert (~b).tolist() == [False, True]
+    assert b.logical_not().tolist() == [False, True]
+    assert (b ^ b).tolist() == [False, False]
+    assert (L.tensor([3, 4]) - 1).tolist() == [2, 3]
+    assert (b.float() - 1).tolist() == [0.0, -1.0]

@@ -72,6 +72,25 @@ def _is_one(v) -> bool:
     return isinstance(v, (int, np.integer)) and v == 1
 
 
+def _is_bool(x) -> bool:
+    """A bool tensor, array or Python/NumPy bool (what torch's subtraction refuses)."""
+    return isinstance(x, (bool, np.bool_)) or getattr(x, "dtype", None) == np.bool_
+
+
+def check_bool_subtraction(a, b) -> None:
+    """torch's refusal of `-` with a bool operand, before NumPy's (a TypeError for two bools) or its silent
+    promotion of one bool to an integer (`1 - mask` gave 0/1 ints where torch raises)."""
+    if _is_bool(a) and _is_bool(b):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                           "`logical_xor()` operator instead.")
+    if _is_bool(a) or _is_bool(b):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+                           "to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+_check_bool_subtraction = check_bool_subtraction
+
+
 class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
     """An n-dimensional array that records the operations applied to it."""
 
@@ -339,9 +358,11 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
         return E.Add.apply(b, a)
 
     def __sub__(self, o):
+        _check_bool_subtraction(self, o)
         return E.Sub.apply(*self._promoted(o))
 
     def __rsub__(self, o):
+        _check_bool_subtraction(self, o)
         a, b = self._promoted(o)
         return E.Sub.apply(b, a)
 
@@ -398,6 +419,9 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
     remainder = __mod__
 
     def __neg__(self):
+        if self.dtype == np.bool_:  # NumPy's TypeError names its own function; torch's message says what to use
+            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                               "to invert a mask, use the `~` or `logical_not()` operator instead.")
         return E.Neg.apply(self)
 
     def __pow__(self, p):

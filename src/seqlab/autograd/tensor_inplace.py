@@ -217,6 +217,8 @@ class InPlaceMethods:
         return self._arith_(backend.xp_of(self.data).add, "add_", other, alpha)
 
     def sub_(self, other, alpha=1) -> "Tensor":
+        from seqlab.autograd.tensor import check_bool_subtraction
+        check_bool_subtraction(self, other)
         return self._arith_(backend.xp_of(self.data).subtract, "sub_", other, alpha)
 
     def mul_(self, other) -> "Tensor":
