@@ -9,7 +9,8 @@ new tokens outgrow its positions, each new token reads the last n_positions
 tokens, as nanoGPT's sampler does, with a note naming each prompt that
 outgrew them (--no-truncate: an error instead). With several --prompt, each
 output follows a line "--- prompt N ---" on stdout; one prompt prints its
-text alone.
+text alone, as it is generated (greedy or sampling; --no-stream: at the end,
+the same bytes).
 """
 from __future__ import annotations
 
@@ -43,6 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="never repeat an N-gram already in the text")
     p.add_argument("--seed", type=int_at_least(0), default=0, help="random seed for sampling")
     p.add_argument("--no-cache", action="store_true", help="recompute every position at each step")
+    p.add_argument("--no-stream", action="store_true",
+                   help="print the text when it is complete (one --prompt without --num-beams prints it as it is "
+                        "generated; the output is the same)")
     add_truncation_argument(p, default="each new token reads the last n_positions tokens, with a note")
 
 
@@ -104,11 +108,15 @@ def run(args) -> int:
     # T5's positions are relative: no limit
     slide = not seq2seq and _outgrows(rows, names, model.config.n_positions, args.max_new_tokens, args.no_truncate)
     ids, mask = _pad(rows, left=not seq2seq)
+    streamer = None
+    if len(rows) == 1 and args.num_beams == 1 and not args.no_stream:  # the text as it comes, then the same bytes
+        streamer = (_LineStreamer("", lambda new: _decode(tok, new)) if seq2seq else
+                    _LineStreamer(args.prompt[0], lambda new: continuation(tok, rows[0], new)))
     out = model.generate(ids, mask, max_new_tokens=args.max_new_tokens,
                          do_sample=sample, temperature=args.temperature or 1.0, top_k=args.top_k,
                          top_p=args.top_p, num_beams=args.num_beams, seed=args.seed,
                          use_cache=not args.no_cache, slide=slide, repetition_penalty=args.repetition_penalty,
-                         no_repeat_ngram_size=args.no_repeat_ngram_size)
+                         no_repeat_ngram_size=args.no_repeat_ngram_size, streamer=streamer)
     eos = _eos_list(model.config.eos_token_id)
     for i, (name, prompt, kept, row) in enumerate(zip(names, args.prompt, rows, out)):
         new = row[1:] if seq2seq else row[ids.shape[1]:]                   # after the start token, or the prompt
@@ -117,11 +125,54 @@ def run(args) -> int:
         if args.max_new_tokens and len(new) and int(new[0]) in eos:
             note(f"{name}: the model's first new token is its end of text (id {int(new[0])}), so nothing was "
                  f"added; a longer-trained model, or sampling (--temperature), may go on")
+        if streamer is not None:  # printed already
+            continue
         if seq2seq:
             print(_decode(tok, [int(i) for i in new]))
         else:
             print(prompt + continuation(tok, kept, new))
     return 0
+
+
+class _LineStreamer:
+    """Prints one output as generate() produces it, ending with the newline the whole line ends with.
+
+    `head` (a GPT's prompt text; "" for T5) is printed when generation starts (generate's first `put`, the
+    prompt ids). After each new token, `text_of(new ids)` — the same function the line printed at the end
+    uses (`continuation` for a GPT, the decoded output for T5) — is printed as far as it is settled: the
+    decoders of seqlab's tokenizers (byte-level BPE, WordPiece, SentencePiece, characters) only append text
+    as tokens come, except that an incomplete UTF-8 character decodes to U+FFFD until its last byte arrives,
+    so trailing U+FFFD are held back. `end()` prints the rest and the newline, so stdout is byte for byte
+    what --no-stream prints.
+    """
+
+    def __init__(self, head: str, text_of):
+        self.head, self.text_of = head, text_of
+        self.new: list[int] = []
+        self.shown = ""                                      # the part of text_of(new) printed so far
+        self.started = False
+
+    def put(self, value) -> None:
+        import numpy as np
+
+        if not self.started:                                 # the prompt ids: the text given
+            self.started = True
+            print(self.head, end="", flush=True)
+            return
+        self.new.extend(int(i) for i in np.asarray(value).reshape(-1))
+        text = self.text_of(self.new).rstrip("\ufffd")
+        if len(text) > len(self.shown) and text.startswith(self.shown):
+            print(text[len(self.shown):], end="", flush=True)
+            self.shown = text
+
+    def end(self) -> None:
+        text = self.text_of(self.new)
+        if not text.startswith(self.shown):  # a decoder that rewrote printed text (none of seqlab's tokenizers)
+            print(flush=True)
+            note("the tokenizer's decoder changed text already printed, so the streamed line differs from the "
+                 "final text; --no-stream prints the final text")
+            return
+        print(text[len(self.shown):], flush=True)
 
 
 def continuation(tok, prompt_ids, new_ids) -> str:

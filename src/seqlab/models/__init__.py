@@ -10,6 +10,7 @@ from seqlab.models.auto import (AutoModelForMultipleChoice, AutoModelForNextSent
                                 AutoModelForTokenClassification, BertForMultipleChoice,
                                 BertForNextSentencePrediction, BertForPreTraining, BertForQuestionAnswering,
                                 BertForTokenClassification)
+from seqlab.models.generation import BaseStreamer, TextIteratorStreamer, TextStreamer  # noqa: F401
 
 # transformers' names for GPT-2's classes (seqlab's GPT is GPT2LMHeadModel's computation and checkpoint layout)
 GPT2LMHeadModel = GPT

@@ -19,6 +19,16 @@ only the new token: every layer appends its key/value to the cache and
 attends over it, so a token costs the same at position 1000 as at 10, apart
 from the O(T) attention itself. T5 runs its encoder once and reuses its
 keys/values in every cross-attention.
+
+    out = generate(gpt, ids, mask, return_dict_in_generate=True, output_scores=True)
+    out.sequences, out.scores                      # transformers' GenerateDecoderOnlyOutput, NumPy arrays
+    gpt.compute_transition_scores(out.sequences, out.scores, normalize_logits=True)   # log p of each new token
+    generate(gpt, ids, streamer=TextStreamer(tok))  # prints the text as it is generated
+
+`return_dict_in_generate=True` returns transformers' output classes
+(seqlab.models.outputs) with the per-step scores transformers records, and
+`streamer` receives the tokens as transformers hands them to its streamers
+(`TextStreamer`, `TextIteratorStreamer` below).
 """
 from __future__ import annotations
 
@@ -27,8 +37,11 @@ import numpy as np
 from seqlab import backend
 from seqlab.autograd.function import no_grad
 from seqlab.autograd.tensor import Tensor
-from seqlab.models.outputs import EncoderDecoderCache, KVCache
+from seqlab.models.outputs import (EncoderDecoderCache, GenerateBeamDecoderOnlyOutput,  # noqa: F401 (importable)
+                                   GenerateBeamEncoderDecoderOutput, GenerateDecoderOnlyOutput,
+                                   GenerateEncoderDecoderOutput, KVCache)
 from seqlab.random import check_seed, default_generator
+from seqlab.models.streamers import BaseStreamer, TextIteratorStreamer, TextStreamer  # noqa: F401 (importable here)
 
 
 def _ids(x) -> np.ndarray:
@@ -249,6 +262,49 @@ def _check(max_new_tokens, temperature, top_k, top_p, num_beams, *, max_length=N
 DEFAULT_TOP_K = 50  # transformers' GenerationConfig.top_k, used when sampling
 
 
+class _Record:
+    """The per-step arrays that generate(return_dict_in_generate=True) returns, kept as transformers keeps them:
+    every row at every step, until the loop stops (all rows ended, or the length limit)."""
+
+    def __init__(self, scores: bool, logits: bool):
+        self.scores: list | None = [] if scores else None
+        self.logits: list | None = [] if logits else None
+        self.sequences_scores: np.ndarray | None = None                 # beam search fills these two at the end
+        self.beam_indices: np.ndarray | None = None
+
+    def add(self, scores: np.ndarray, logits: np.ndarray) -> None:
+        """One step: the scores the tokens were chosen from and the model's raw scores, (N, V) each."""
+        if self.scores is not None:
+            self.scores.append(np.asarray(scores, dtype=np.float32))
+        if self.logits is not None:
+            self.logits.append(np.asarray(logits, dtype=np.float32))
+
+    def output(self, sequences: np.ndarray, seq2seq: bool, beam: bool, with_scores: bool):
+        scores = None if self.scores is None else tuple(self.scores)
+        logits = None if self.logits is None else tuple(self.logits)
+        if beam:  # transformers returns beam_indices whenever it returns a dict; sequences_scores with the scores
+            cls = GenerateBeamEncoderDecoderOutput if seq2seq else GenerateBeamDecoderOnlyOutput
+            return cls(sequences=sequences, sequences_scores=self.sequences_scores if with_scores else None,
+                       scores=scores, logits=logits, beam_indices=self.beam_indices)
+        cls = GenerateEncoderDecoderOutput if seq2seq else GenerateDecoderOnlyOutput
+        return cls(sequences=sequences, scores=scores, logits=logits)
+
+
+def _check_streamer(streamer, num_beams: int, batch: int, num_return_sequences: int) -> None:
+    if streamer is None:
+        return
+    if not (callable(getattr(streamer, "put", None)) and callable(getattr(streamer, "end", None))):
+        raise TypeError(f"streamer must have put(ids) and end() methods (transformers' BaseStreamer protocol), got "
+                        f"{type(streamer).__name__}")
+    if num_beams > 1:
+        raise ValueError(f"a streamer cannot be used with beam search (num_beams={num_beams}); set num_beams=1, as "
+                         f"transformers requires")
+    if batch * num_return_sequences > 1:
+        raise ValueError(f"a streamer takes one sequence, but this call generates {batch * num_return_sequences} "
+                         f"(batch size {batch}, num_return_sequences {num_return_sequences}); stream one prompt, as "
+                         f"transformers' TextStreamer requires (batch size 1)")
+
+
 @no_grad()
 def generate(model, input_ids, attention_mask=None, *, max_new_tokens: int | None = None, do_sample: bool = False,
              temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
@@ -257,7 +313,8 @@ def generate(model, input_ids, attention_mask=None, *, max_new_tokens: int | Non
              generator: np.random.Generator | None = None, slide: bool = False, max_length: int | None = None,
              min_length: int | None = None, min_new_tokens: int | None = None,
              repetition_penalty: float | None = None, no_repeat_ngram_size: int | None = None,
-             num_return_sequences: int = 1) -> np.ndarray:
+             num_return_sequences: int = 1, return_dict_in_generate: bool = False, output_scores: bool = False,
+             output_logits: bool = False, streamer=None):
     """Token ids (B, T + n) for a GPT, or (B, 1 + n) starting with the decoder start token for T5.
 
     input_ids (B, T); attention_mask (B, T), 1 = real token (GPT prompts of
@@ -294,6 +351,27 @@ def generate(model, input_ids, attention_mask=None, *, max_new_tokens: int | Non
     transformers, unless `slide=True`: then each step reads the last
     n_positions tokens (nanoGPT's generate), so a model trained on 64-token
     blocks can write 1,000 tokens. The whole sequence is returned.
+
+    `return_dict_in_generate=True` returns transformers' output object rather
+    than the ids (fields by attribute, key or position; seqlab.models.outputs):
+    `GenerateDecoderOnlyOutput` (GPT) or `GenerateEncoderDecoderOutput` (T5)
+    for greedy search and sampling, `GenerateBeamDecoderOnlyOutput` /
+    `GenerateBeamEncoderDecoderOutput` for beam search, whose `beam_indices`
+    (B·n, new) say which row of each step's scores a token came from.
+    `output_scores=True` adds `scores`, one (N, V) float32 array per step,
+    recorded as transformers records them: greedy search, the scores after the
+    logits processors; sampling, after temperature, top-k and top-p too (a
+    removed token is −∞); beam search, every beam's processed log-probabilities
+    (N = B·num_beams), plus `sequences_scores`. `output_logits=True` adds
+    `logits`, the model's raw scores per step. Steps are recorded for every row
+    until all rows have ended. `model.compute_transition_scores` reads each
+    chosen token's score out of them.
+
+    `streamer`: an object with transformers' BaseStreamer methods. `put` gets
+    the prompt ids (1, T) (T5: the decoder start token, (1, 1)), then each new
+    token (1,); `end()` follows the last. `TextStreamer` prints the text as it
+    comes, `TextIteratorStreamer` yields it. One sequence only (batch size 1,
+    num_return_sequences 1) and no beam search, as in transformers.
     """
     _check(max_new_tokens, temperature, top_k, top_p, num_beams, max_length=max_length, min_length=min_length,
            min_new_tokens=min_new_tokens, repetition_penalty=repetition_penalty,
@@ -335,6 +413,7 @@ def generate(model, input_ids, attention_mask=None, *, max_new_tokens: int | Non
                          f"{cfg.n_positions} positions; pass slide=True to read only the last "
                          f"{cfg.n_positions} tokens at each step, as nanoGPT does")
     window = cfg.n_positions if slide else None
+    _check_streamer(streamer, num_beams, ids.shape[0], num_return_sequences)
     copies = max(num_beams, num_return_sequences)               # rows per prompt, as transformers expands them
     ids, mask = np.repeat(ids, copies, 0), np.repeat(mask, copies, 0)
     # transformers' repetition penalty skips each row's leading padding (a GPT's; T5's decoder has none)
@@ -352,40 +431,54 @@ def generate(model, input_ids, attention_mask=None, *, max_new_tokens: int | Non
         else:
             stepper = _CausalStepper(model, ids, mask, use_cache, max_new_tokens, window)
             start = ids[::copies]
+        record = _Record(output_scores, output_logits) if return_dict_in_generate else None
         if num_beams > 1:
-            return beam_search(stepper, start, num_beams, max_new_tokens, eos, pad, length_penalty, early_stopping,
-                               processors=processors, num_return_sequences=num_return_sequences)
-        seqs = np.repeat(start, copies, 0)
-        rng = generator or (np.random.default_rng(seed) if seed is not None else default_generator())
-        return _sample_loop(stepper, seqs, max_new_tokens, do_sample, temperature, top_k, top_p, eos, pad, rng,
-                            processors=processors)
+            seqs = beam_search(stepper, start, num_beams, max_new_tokens, eos, pad, length_penalty, early_stopping,
+                               processors=processors, num_return_sequences=num_return_sequences, record=record)
+        else:
+            seqs = np.repeat(start, copies, 0)
+            rng = generator or (np.random.default_rng(seed) if seed is not None else default_generator())
+            if streamer is not None:
+                streamer.put(seqs.copy())                         # the prompt (T5: the decoder start token)
+            seqs = _sample_loop(stepper, seqs, max_new_tokens, do_sample, temperature, top_k, top_p, eos, pad, rng,
+                                processors=processors, record=record, streamer=streamer)
+        if record is None:
+            return seqs
+        return record.output(seqs, seq2seq, beam=num_beams > 1, with_scores=output_scores)
     finally:
         model.train(was_training)
 
 
 def _sample_loop(stepper, seqs, max_new_tokens, do_sample, temperature, top_k, top_p, eos, pad, rng,
-                 processors=None) -> np.ndarray:
+                 processors=None, record: _Record | None = None, streamer=None) -> np.ndarray:
     """Greedy (argmax) or sampling, one token per step for every row; `processors` (seqs, scores) -> scores
-    act on the raw scores before temperature, top-k and top-p."""
+    act on the raw scores before temperature, top-k and top-p. `record` keeps each step's scores (those the
+    tokens are chosen from) and raw logits; `streamer` gets each new token, then end()."""
     unfinished = np.ones(seqs.shape[0], dtype=bool)
     for _ in range(max_new_tokens):
-        scores = stepper.logits(seqs)                                   # (B, V) float32
-        if processors is not None:
-            scores = processors(seqs, scores)
+        logits = stepper.logits(seqs)                                   # (B, V) float32
+        scores = logits if processors is None else processors(seqs, logits)
         if do_sample:
-            probs = _softmax(filter_logits(scores, temperature, top_k, top_p)).astype(np.float64)
+            scores = filter_logits(scores, temperature, top_k, top_p)   # transformers records these when sampling
+            probs = _softmax(scores).astype(np.float64)
             cdf = np.cumsum(probs, -1)
             u = rng.random((probs.shape[0], 1)) * cdf[:, -1:]
             nxt = np.minimum((cdf < u).sum(-1), probs.shape[1] - 1)   # inverse-CDF draw per row
         else:
             nxt = scores.argmax(-1)
+        if record is not None:
+            record.add(scores, logits)
         if eos:
             nxt = np.where(unfinished, nxt, pad)                         # ended rows only grow padding
         seqs = np.concatenate([seqs, nxt[:, None]], 1)
+        if streamer is not None:
+            streamer.put(nxt.copy())                                     # (1,): the new token
         if eos:
             unfinished &= ~np.isin(nxt, eos)
             if not unfinished.any():
                 break
+    if streamer is not None:
+        streamer.end()
     return seqs
 
 
@@ -396,12 +489,14 @@ def _topk(x: np.ndarray, k: int) -> np.ndarray:
 
 def beam_search(stepper, prompt: np.ndarray, num_beams: int, max_new_tokens: int, eos: list[int], pad: int,
                 length_penalty: float = 1.0, early_stopping: bool | str = False, processors=None,
-                num_return_sequences: int = 1) -> np.ndarray:
+                num_return_sequences: int = 1, record: _Record | None = None) -> np.ndarray:
     """Beam search as transformers (≥ 4.50) runs it; returns the best `num_return_sequences` hypotheses per
     row, best first and grouped by row (B·num_return_sequences, T0 + n).
 
     `processors` (seqs, scores) -> scores act on each step's log-probabilities (B·K, V) before they are
-    added to the beams' scores, as transformers applies its logits processors there.
+    added to the beams' scores, as transformers applies its logits processors there. `record` keeps each
+    step's processed log-probabilities and raw logits (B·K, V), and at the end the returned hypotheses'
+    scores and beam indices.
 
     Each step extends every running beam by every token and keeps the best
     (1 + #eos)·K candidates by summed log-probability. Candidates ending in
@@ -427,11 +522,18 @@ def beam_search(stepper, prompt: np.ndarray, num_beams: int, max_new_tokens: int
     top_mask = np.arange(keep) < K
     cur = T0
     rows = np.arange(B)[:, None]
+    track = record is not None
+    if track:  # per hypothesis, the flat beam row (b·K + k) each new token extended; -1: not (yet) generated
+        running_idx = np.full((B, K, max_new_tokens), -1, dtype=np.int64)
+        finished_idx = running_idx.copy()
     while cur < max_len:
         flat = running[:, :, :cur].reshape(B * K, cur)
-        logp = _log_softmax(stepper.logits(flat))                      # (B·K, V)
+        logits = stepper.logits(flat)                                   # (B·K, V) float32
+        logp = _log_softmax(logits)
         if processors is not None:
             logp = processors(flat, logp)
+        if track:
+            record.add(logp, logits)
         V = logp.shape[-1]
         acc = (logp.reshape(B, K, V) + running_scores[:, :, None]).reshape(B, K * V)
         idx = _topk(acc, keep)                                           # (B, keep)
@@ -446,6 +548,10 @@ def beam_search(stepper, prompt: np.ndarray, num_beams: int, max_new_tokens: int
         running = np.take_along_axis(cand, nxt[:, :, None], 1)
         running_scores = np.take_along_axis(live, nxt, -1)
         src_beam = np.take_along_axis(beam, nxt, -1)                    # (B, K)
+        if track:
+            cand_idx = running_idx[rows, beam].copy()                   # (B, keep, max_new_tokens)
+            cand_idx[:, :, cur - T0] = beam + rows * K
+            running_idx = np.take_along_axis(cand_idx, nxt[:, :, None], 1)
         # the K best finished hypotheses so far
         fin = top_logp / np.float32((cur + 1 - T0) ** length_penalty)
         fin = fin + (is_finished.all(-1, keepdims=True) & (early_stopping is True)) * np.float32(-1e9)
@@ -461,6 +567,8 @@ def beam_search(stepper, prompt: np.ndarray, num_beams: int, max_new_tokens: int
         finished_scores = np.take_along_axis(m_scores, best, -1)
         finished_len = np.take_along_axis(m_len, best, -1)
         is_finished = np.take_along_axis(m_fin, best, -1)
+        if track:
+            finished_idx = np.take_along_axis(np.concatenate([finished_idx, cand_idx], 1), best[:, :, None], 1)
         stepper.reorder((rows * K + src_beam).reshape(-1))
         cur += 1
         # can a running beam still beat the worst finished one?
@@ -472,5 +580,49 @@ def beam_search(stepper, prompt: np.ndarray, num_beams: int, max_new_tokens: int
         if not can_improve.any() or all_done or hits.all():
             break
     n = num_return_sequences
-    out_len = T0 + int(finished_len[:, :n].max())
-    return finished_seqs[:, :n, :out_len].reshape(B * n, out_len)
+    new = int(finished_len[:, :n].max())
+    if track:
+        record.sequences_scores = finished_scores[:, :n].reshape(B * n)
+        record.beam_indices = finished_idx[:, :n, :new].reshape(B * n, new)
+    return finished_seqs[:, :n, :T0 + new].reshape(B * n, T0 + new)
+
+
+# ---- reading generate's scores ---------------------------------------------------------------
+def compute_transition_scores(sequences, scores, beam_indices=None, normalize_logits: bool = False) -> np.ndarray:
+    """The score of each generated token, (N, n), read out of generate's per-step `scores` (transformers'
+    `compute_transition_scores`).
+
+    sequences (N, T + n) as generate returned them; scores: its tuple of per-step (R, V) arrays;
+    beam_indices (N, n), beam search's: which row of each step's scores a token came from (-1 once the
+    hypothesis has ended, where the result is 0). Without them row i of the sequences reads row i of each
+    step's scores (greedy search and sampling, R = N). The last n tokens of each row are read, n the longest
+    hypothesis. normalize_logits=True takes each step's log-softmax first, turning greedy search's processed
+    logits into log-probabilities. A beam hypothesis's transition scores summed and divided by
+    n_i ** length_penalty (n_i: its own new tokens) give its sequences_scores.
+    """
+    if scores is None or len(scores) == 0:
+        raise ValueError("scores is empty: pass the scores of generate(..., return_dict_in_generate=True, "
+                         "output_scores=True)")
+    seqs = _ids(sequences)
+    steps = np.stack([backend.to_numpy(s.data if isinstance(s, Tensor) else s) for s in scores], 1)  # (R, S, V)
+    R, S, V = steps.shape
+    if normalize_logits:
+        steps = _log_softmax(steps)
+    if beam_indices is None:
+        if seqs.shape[0] != R:
+            raise ValueError(f"sequences has {seqs.shape[0]} rows but each step's scores {R}; beam search's scores "
+                             f"need its beam_indices")
+        beam = np.broadcast_to(np.arange(R)[:, None], (R, S))
+    else:
+        beam = _ids(beam_indices)
+        if beam.ndim != 2 or beam.shape[0] != seqs.shape[0]:
+            raise ValueError(f"beam_indices has shape {beam.shape} but sequences {seqs.shape}: one row per sequence")
+    ended = beam < 0
+    n = int((~ended).sum(-1).max()) if beam.size else 0
+    if n > S or n > seqs.shape[1]:
+        raise ValueError(f"beam_indices name {n} generated tokens but there are {S} steps of scores and "
+                         f"{seqs.shape[1]} columns of sequences")
+    beam, ended = np.where(ended, 0, beam)[:, :n], ended[:, :n]
+    tokens = seqs[:, seqs.shape[1] - n:]                                        # the generated part
+    picked = steps[beam, np.arange(n)[None, :], tokens]                          # (N, n): step j's score of token j
+    return np.where(ended, 0, picked).astype(steps.dtype, copy=False)

@@ -258,11 +258,23 @@ class GPT(nn.Module, GPTPreTrained):
                               is not None else None, last_hidden_state=h, attentions=attn,
                               hidden_states=hidden)
 
-    def generate(self, input_ids, attention_mask=None, **kwargs) -> np.ndarray:
-        """Continue prompts (B, T) -> (B, T + new); see `seqlab.models.generation.generate`."""
+    def generate(self, input_ids, attention_mask=None, **kwargs):
+        """Continue prompts (B, T) -> (B, T + new); see `seqlab.models.generation.generate`.
+
+        With return_dict_in_generate=True, transformers' output object (sequences, scores, logits, and for beam
+        search sequences_scores and beam_indices); streamer= gets the tokens as they come.
+        """
         from seqlab.models.generation import generate
 
         return generate(self, input_ids, attention_mask, **kwargs)
+
+    def compute_transition_scores(self, sequences, scores, beam_indices=None,
+                                  normalize_logits: bool = False) -> np.ndarray:
+        """Each generated token's score (N, new) from generate's `scores` (and `beam_indices` after beam search),
+        as transformers' `compute_transition_scores`; see `seqlab.models.generation.compute_transition_scores`."""
+        from seqlab.models.generation import compute_transition_scores
+
+        return compute_transition_scores(sequences, scores, beam_indices, normalize_logits)
 
 
 class GPTForSequenceClassification(nn.Module, GPTPreTrained):

@@ -102,6 +102,58 @@ class Seq2SeqLMOutput(ModelOutput):
     encoder_attentions: tuple | None = None
 
 
+# ---- what generate(..., return_dict_in_generate=True) returns: NumPy arrays, transformers' field names --------
+# N = batch · num_return_sequences rows for greedy search and sampling, batch · num_beams rows for the per-step
+# arrays of beam search; V = the vocabulary. `scores` and `logits` hold one array per generated step.
+@dataclass
+class GenerateDecoderOnlyOutput(ModelOutput):
+    """A GPT's greedy search or sampling: sequences (N, T + n) int64; scores: per step the scores (N, V) float32
+    the token was chosen from (after the logits processors and, when sampling, temperature / top-k / top-p;
+    output_scores=True); logits: per step the model's raw scores (N, V) float32 (output_logits=True)."""
+
+    sequences: np.ndarray = None
+    scores: tuple | None = None
+    logits: tuple | None = None
+
+
+@dataclass
+class GenerateEncoderDecoderOutput(ModelOutput):
+    """T5's greedy search or sampling: sequences (N, 1 + n) start with the decoder start token; scores and logits
+    as in `GenerateDecoderOnlyOutput`."""
+
+    sequences: np.ndarray = None
+    scores: tuple | None = None
+    logits: tuple | None = None
+
+
+@dataclass
+class GenerateBeamDecoderOnlyOutput(ModelOutput):
+    """A GPT's beam search: sequences (B · num_return_sequences, T + n), best first per prompt; sequences_scores
+    (B · num_return_sequences,) float32: each hypothesis' summed log-probability / n^length_penalty
+    (output_scores=True); scores: per step the processed log-probabilities (B · num_beams, V) of every running
+    beam (output_scores=True); logits: per step the raw scores (B · num_beams, V) (output_logits=True);
+    beam_indices (B · num_return_sequences, n) int64: for each new token, the row of that step's scores (and
+    logits) it was chosen from, -1 after the hypothesis ended."""
+
+    sequences: np.ndarray = None
+    sequences_scores: np.ndarray | None = None
+    scores: tuple | None = None
+    logits: tuple | None = None
+    beam_indices: np.ndarray | None = None
+
+
+@dataclass
+class GenerateBeamEncoderDecoderOutput(ModelOutput):
+    """T5's beam search: the fields of `GenerateBeamDecoderOnlyOutput`, sequences starting with the decoder
+    start token."""
+
+    sequences: np.ndarray = None
+    sequences_scores: np.ndarray | None = None
+    scores: tuple | None = None
+    logits: tuple | None = None
+    beam_indices: np.ndarray | None = None
+
+
 def classification_loss(logits: Tensor, labels, problem_type: str | None) -> Tensor:
     """transformers' rule: one label -> MSE; integer labels -> cross-entropy; float multi-hot -> BCE."""
     lab = as_array(labels)  # NumPy's or CuPy's, on its device

@@ -450,8 +450,20 @@ class T5ForConditionalGeneration(nn.Module, PreTrainedModel):
             encoder_attentions=enc_self if output_attentions else None,
             decoder_hidden_states=dec.hidden_states, encoder_hidden_states=encoder_outputs.hidden_states)
 
-    def generate(self, input_ids, attention_mask=None, **kwargs) -> np.ndarray:
-        """Greedy or beam search: (B, S) -> (B, 1 + new) starting with the decoder start token."""
+    def generate(self, input_ids, attention_mask=None, **kwargs):
+        """Greedy search, sampling or beam search: (B, S) -> (B, 1 + new) starting with the decoder start token.
+
+        With return_dict_in_generate=True, transformers' output object (sequences, scores, logits, and for beam
+        search sequences_scores and beam_indices); streamer= gets the tokens as they come.
+        """
         from seqlab.models.generation import generate
 
         return generate(self, input_ids, attention_mask, **kwargs)
+
+    def compute_transition_scores(self, sequences, scores, beam_indices=None,
+                                  normalize_logits: bool = False) -> np.ndarray:
+        """Each generated token's score (N, new) from generate's `scores` (and `beam_indices` after beam search),
+        as transformers' `compute_transition_scores`; see `seqlab.models.generation.compute_transition_scores`."""
+        from seqlab.models.generation import compute_transition_scores
+
+        return compute_transition_scores(sequences, scores, beam_indices, normalize_logits)
