@@ -98,3 +98,25 @@ __all__ = [
 __all__ += [n for n in _toplevel.__all__ if n not in ("all", "any") and n not in __all__]
 # torch's top-level math, selection and linear algebra (round stays out of __all__: it shadows the builtin)
 __all__ += [n for n in _MATH_TOPLEVEL + _INDEXING_TOPLEVEL if n != "round" and n not in __all__]
+
+# more of torch's math, bitwise ops, statistics (Tensor methods too), and its stacking, distances, dtype rules, seeds
+from seqlab.autograd.tensor_extra import TOPLEVEL as _EXTRA_TOPLEVEL  # noqa: E402
+from seqlab.autograd.tensor_extra import (bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or,  # noqa: E402
+                                          bitwise_right_shift, bitwise_xor, copysign, corrcoef, cov, deg2rad,
+                                          diagflat, dist, exp2, float_power, fmax, fmin, heaviside, inner,
+                                          is_nonzero, logaddexp, logaddexp2, logcumsumexp, nanquantile, positive,
+                                          quantile, rad2deg, rot90, unique_consecutive)
+from seqlab import toplevel_extra as _toplevel_extra  # noqa: E402
+from seqlab.toplevel_extra import (atleast_1d, atleast_2d, atleast_3d, broadcast_shapes, can_cast,  # noqa: E402
+                                   cdist, column_stack, detach, dstack, initial_seed, is_complex,
+                                   is_floating_point, pdist, promote_types, result_type, row_stack, seed, trapezoid,
+                                   trapz)
+__all__ += [n for n in _EXTRA_TOPLEVEL + _toplevel_extra.__all__ if n not in __all__]
+
+# torch.linalg and torch.special as seqlab.linalg and seqlab.special, and torch's older names (det, svd, lgamma)
+from seqlab import linalg, special  # noqa: E402
+from seqlab.autograd.tensor_linalg_special import TOPLEVEL as _LINALG_SPECIAL_TOPLEVEL  # noqa: E402
+from seqlab.autograd.tensor_linalg_special import (cholesky, det, digamma, erfc, erfinv, i0, inverse,  # noqa: E402
+                                                   lgamma, logdet, matrix_power, mvlgamma, pinverse, polygamma, qr,
+                                                   sinc, slogdet, svd)
+__all__ += ["linalg", "special"] + [n for n in _LINALG_SPECIAL_TOPLEVEL if n not in __all__]

@@ -36,6 +36,8 @@ from seqlab.autograd.tensor_convert import ConversionMethods
 from seqlab.autograd.tensor_indexing import IndexingMethods
 from seqlab.autograd.tensor_inplace import InPlaceMethods
 from seqlab.autograd.tensor_math import MathMethods
+from seqlab.autograd.tensor_extra import ExtraMethods
+from seqlab.autograd.tensor_linalg_special import LinalgSpecialMethods
 from seqlab.autograd.tensor_stats import MinMaxResult, MinResult
 from seqlab.autograd.tensor_convert import _size  # noqa: F401  (re-exported: importable from here, as before)
 from seqlab.autograd.tensor_stats import SortResult, TopkResult, ValuesIndices  # noqa: F401  (re-exported, as _size)
@@ -91,7 +93,7 @@ def check_bool_subtraction(a, b) -> None:
 _check_bool_subtraction = check_bool_subtraction
 
 
-class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods):
+class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods, ExtraMethods, LinalgSpecialMethods):
     """An n-dimensional array that records the operations applied to it."""
 
     __slots__ = ("data", "grad", "requires_grad", "_ctx", "_retains_grad", "_hooks", "__weakref__")
