@@ -523,8 +523,15 @@ class Module:
         return ""
 
     def __repr__(self) -> str:
-        lines = [f"({n}): " + repr(m).replace("\n", "\n  ") for n, m in self.named_children()]
-        head = f"{type(self).__name__}({self.extra_repr()}"
+        """torch's layout: the extra repr inline when it is one line and there are no children; else every
+        line of it, then each child, indented on lines of their own."""
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        children = [f"({n}): " + repr(m).replace("\n", "\n  ") for n, m in self.named_children()]
+        head = f"{type(self).__name__}("
+        if len(extra_lines) == 1 and not children:
+            return head + extra_lines[0] + ")"
+        lines = extra_lines + children
         if not lines:
             return head + ")"
         return head + "\n  " + "\n  ".join(lines) + "\n)"

@@ -241,6 +241,7 @@ class _RNNBase(Module):
                 if self.proj_size:  # after the biases, as torch's order
                     setattr(self, "weight_hr" + sfx, Parameter(creation.zeros(R, hidden_size, dtype=dtype)))
         _uniform_init(self, hidden_size)                        # W_hr too: U(−1/√H, 1/√H), as torch
+        object.__setattr__(self, "_weight_names", list(self._parameters))  # kept when one is parametrized
 
     @property
     def real_hidden_size(self) -> int:
@@ -255,17 +256,18 @@ class _RNNBase(Module):
     def _flat_weights_names(self) -> list[str]:
         """The parameters' names in torch's order (layer, direction, then w_ih, w_hh, b_ih, b_hh, w_hr); torch's
         private attribute, which d2l's `xavier_init_weights` reads."""
-        return list(self._parameters)
+        return list(self._weight_names)
 
     @property
     def _flat_weights(self) -> list:
-        return list(self._parameters.values())
+        return [getattr(self, n) for n in self._weight_names]
 
     def _weights(self, layer: int, d: int):
+        """(w_ih, w_hh, b_ih, b_hh, w_hr) of one layer and direction, None where absent; read as attributes, so a
+        parametrized weight (nn.utils.parametrizations.weight_norm) is computed."""
         sfx = f"_l{layer}" + ("_reverse" if d else "")
-        get = self._parameters.get
-        return (get("weight_ih" + sfx), get("weight_hh" + sfx), get("bias_ih" + sfx), get("bias_hh" + sfx),
-                get("weight_hr" + sfx))
+        return tuple(getattr(self, n + sfx, None) for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh",
+                                                             "weight_hr"))
 
     def _check_state(self, h, name: str, batch: int, steps: int, size: int | None = None):
         size = self.hidden_size if size is None else size

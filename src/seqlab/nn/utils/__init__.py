@@ -6,10 +6,13 @@ from typing import Iterable
 
 from seqlab import backend
 from seqlab.autograd.tensor import Tensor
-from seqlab.nn.utils import rnn
+from seqlab.nn.utils import parametrizations, parametrize, rnn
+from seqlab.nn.utils.parametrizations import legacy_weight_norm as weight_norm
+from seqlab.nn.utils.parametrizations import remove_weight_norm
 from seqlab.optim.clip import clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "rnn",
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "rnn", "parametrize",
+           "parametrizations", "weight_norm", "remove_weight_norm",
            "parameters_to_vector", "vector_to_parameters"]
 
 
