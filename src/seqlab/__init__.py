@@ -120,3 +120,7 @@ from seqlab.autograd.tensor_linalg_special import (cholesky, det, digamma, erfc,
                                                    lgamma, logdet, matrix_power, mvlgamma, pinverse, polygamma, qr,
                                                    sinc, slogdet, svd)
 __all__ += ["linalg", "special"] + [n for n in _LINALG_SPECIAL_TOPLEVEL if n not in __all__]
+
+# torch.func's transforms (grad, vjp, jacrev, hessian, vmap, functional_call) as seqlab.func
+from seqlab import func  # noqa: E402
+__all__ += ["func"]

@@ -26,12 +26,13 @@ from seqlab import backend
 from seqlab.autograd.ops import decomp as D
 from seqlab.autograd.ops import linalg as L
 from seqlab.autograd.ops.linalg import ArgumentError, DtypeError, LinAlgError
+from seqlab.autograd.ops.matrix_exp import MatrixExp
 from seqlab.autograd.tensor import Tensor
 from seqlab.creation import matmul
 
 __all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "inv", "inv_ex", "det", "slogdet", "solve",
            "solve_ex", "cholesky", "cholesky_ex", "qr", "svd", "svdvals", "eigh", "eigvalsh", "pinv",
-           "matrix_power", "matrix_rank", "cross", "diagonal", "multi_dot", "vecdot", "matmul", "lstsq"]
+           "matrix_power", "matrix_rank", "cross", "diagonal", "multi_dot", "vecdot", "matmul", "lstsq", "matrix_exp"]
 
 
 def _result(name: str, fields: str):
@@ -399,6 +400,13 @@ def matrix_power(A, n: int) -> Tensor:
         if n:
             base = base @ base
     return out if out is not A else A.clone()
+
+
+def matrix_exp(A) -> Tensor:
+    """exp(A) = Σ Aᵏ/k! of each square matrix (Padé [13/13] with scaling and squaring, as torch's for float64;
+    float32 is computed in float64 and rounded). Its gradient is the Fréchet derivative of exp, itself a
+    matrix exponential (autograd/ops/matrix_exp.py), so higher derivatives work too."""
+    return MatrixExp.apply(_matrix("linalg.matrix_exp", A))
 
 
 # ---- products ------------------------------------------------------------------------------------------------

@@ -1,19 +1,21 @@
-"""`seqlab.nn.utils`, where torch users look: gradient clipping (the functions of `seqlab.optim`), `rnn`, and
-`parameters_to_vector` / `vector_to_parameters`."""
+"""`seqlab.nn.utils`, where torch users look: gradient clipping (the functions of `seqlab.optim`), `rnn`,
+`parametrize` / `parametrizations`, the older hook-based `weight_norm` and `spectral_norm`, `stateless`
+(functional_call), and `parameters_to_vector` / `vector_to_parameters`."""
 from __future__ import annotations
 
 from typing import Iterable
 
 from seqlab import backend
 from seqlab.autograd.tensor import Tensor
-from seqlab.nn.utils import parametrizations, parametrize, rnn
+from seqlab.nn.utils import parametrizations, parametrize, rnn, stateless
 from seqlab.nn.utils.parametrizations import legacy_weight_norm as weight_norm
 from seqlab.nn.utils.parametrizations import remove_weight_norm
+from seqlab.nn.utils.spectral_norm import remove_spectral_norm, spectral_norm
 from seqlab.optim.clip import clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "rnn", "parametrize",
-           "parametrizations", "weight_norm", "remove_weight_norm",
-           "parameters_to_vector", "vector_to_parameters"]
+           "parametrizations", "weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm",
+           "stateless", "parameters_to_vector", "vector_to_parameters"]
 
 
 def _one_device(params: list) -> None:

@@ -3,10 +3,11 @@ hook-based `weight_norm` / `remove_weight_norm` (torch.nn.utils.weight_norm).
 
     weight_norm(linear)        # linear.weight = g · v / ‖v‖, g and v learned (Salimans & Kingma, 2016)
     spectral_norm(linear)      # linear.weight = W / σ(W), σ the largest singular value (Miyato et al., 2018)
+    orthogonal(linear)         # linear.weight orthogonal (nn/utils/orthogonal.py)
 
-Both keep torch's names in the state dict: `parametrizations.weight.original0` (g) and `original1` (v) for
-weight norm, `parametrizations.weight.original` and the power method's `parametrizations.weight.0._u` / `_v`
-for spectral norm; the older `weight_norm` keeps `weight_g` and `weight_v`.
+Weight and spectral norm keep torch's names in the state dict: `parametrizations.weight.original0` (g) and
+`original1` (v) for weight norm, `parametrizations.weight.original` and the power method's
+`parametrizations.weight.0._u` / `_v` for spectral norm; the older `weight_norm` keeps `weight_g` and `weight_v`.
 """
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from seqlab import functional as F
 from seqlab.autograd.function import no_grad
 from seqlab.autograd.tensor import Tensor
 from seqlab.nn.module import Module, Parameter
+from seqlab.nn.utils.orthogonal import orthogonal
 from seqlab.nn.utils.parametrize import register_parametrization
 
-__all__ = ["remove_weight_norm", "spectral_norm", "weight_norm", "legacy_weight_norm"]
+__all__ = ["orthogonal", "remove_weight_norm", "spectral_norm", "weight_norm", "legacy_weight_norm"]
 
 
 def norm_except_dim(v: Tensor, dim: int) -> Tensor:

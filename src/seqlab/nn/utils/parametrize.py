@@ -66,15 +66,21 @@ def _check_same(what: str, old, new, unsafe: bool, tail: str) -> None:
                          f"({tail}: {tuple(old.shape)} -> {tuple(new.shape)})")
 
 
-def _right_inverse(modules, value):
-    """The registered parametrizations' right inverses, last registered first (those without one pass it on)."""
+def _right_inverse(modules, value, assigning: bool = False):
+    """The registered parametrizations' right inverses, last registered first. At registration one without a
+    right_inverse (or whose right_inverse raises NotImplementedError) passes the value on; when assigning
+    (`module.weight = X`) that is torch's RuntimeError, or the NotImplementedError itself."""
     for m in reversed(list(modules)):
         inverse = getattr(m, "right_inverse", None)
-        if inverse is not None:
-            try:
-                value = inverse(value)
-            except NotImplementedError:
-                pass
+        if inverse is None:
+            if assigning:
+                raise RuntimeError(f"parametrization {type(m).__name__} does not implement right_inverse.")
+            continue
+        try:
+            value = inverse(value)
+        except NotImplementedError:
+            if assigning:
+                raise
     return value
 
 
@@ -123,7 +129,7 @@ class ParametrizationList(ModuleList):
     def right_inverse(self, value: Tensor) -> None:
         """Store `value` through the parametrizations' right inverses (in place in the originals)."""
         with no_grad():
-            value = _right_inverse(self, value)
+            value = _right_inverse(self, value, assigning=True)
             if self.is_tensor:
                 if not isinstance(value, Tensor):
                     raise ValueError(f"`right_inverse` should return a tensor. Got {type(value).__name__}")
