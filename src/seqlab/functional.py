@@ -939,3 +939,8 @@ from seqlab.nn.misc_layers import (alpha_dropout, bilinear, dropout1d, dropout2d
 from seqlab.functional_conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,  # noqa: E402,F401
                                     avg_pool1d, avg_pool2d, conv1d, conv2d, conv_transpose1d, conv_transpose2d,
                                     max_pool1d, max_pool2d)
+from seqlab.functional_vision import (adaptive_max_pool2d, adaptive_max_pool2d_with_indices,  # noqa: E402,F401
+                                      channel_shuffle, fold, lp_pool1d, lp_pool2d, max_unpool1d, max_unpool2d,
+                                      native_channel_shuffle, pixel_shuffle, pixel_unshuffle, unfold)
+from seqlab.functional_interpolate import (interpolate, upsample, upsample_bilinear,  # noqa: E402,F401
+                                           upsample_nearest)

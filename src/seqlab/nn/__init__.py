@@ -21,6 +21,10 @@ from seqlab.nn.misc_layers import (AlphaDropout, Bilinear, ConstantPad1d, Consta
                                    ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, Unflatten,
                                    ZeroPad1d, ZeroPad2d, ZeroPad3d)
 from seqlab.nn.module import Module, Parameter
+from seqlab.nn.vision import (AdaptiveMaxPool2d, ChannelShuffle, CircularPad1d, CircularPad2d, CircularPad3d, Fold,
+                              LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, PixelShuffle, PixelUnshuffle,
+                              ReflectionPad3d, ReplicationPad3d, Unfold, Upsample, UpsamplingBilinear2d,
+                              UpsamplingNearest2d)
 from seqlab.nn.norm import LayerNorm, RMSNorm
 from seqlab.nn.norm_more import (BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,
                                  LocalResponseNorm)
@@ -50,6 +54,9 @@ __all__ = [
     "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
     "AdaptiveMaxPool1d",
+    "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle", "ChannelShuffle",
+    "Fold", "Unfold", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "ReflectionPad3d",
+    "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d",
     "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm", "BatchNorm3d",
     "Threshold", "Softmax2d", "RNNBase", "RNNCellBase",
     "functional", "utils",
