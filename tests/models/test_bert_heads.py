@@ -282,8 +282,8 @@ def test_auto_classes_pick_the_task_head(tmp_path):
     assert type(AutoModelForPreTraining.from_config(gpt)) is GPT
     t5 = T5Config(vocab_size=50, d_model=16, d_kv=4, d_ff=24, num_layers=1, num_heads=2)
     assert type(AutoModelForPreTraining.from_config(t5)) is T5ForConditionalGeneration
-    with pytest.raises(CheckpointError, match="AutoModelForQuestionAnswering has no class for model_type 'gpt2'"):
-        AutoModelForQuestionAnswering.from_config(gpt)
+    with pytest.raises(CheckpointError, match="AutoModelForMultipleChoice has no class for model_type 'gpt2'"):
+        AutoModelForMultipleChoice.from_config(gpt)
     # AutoModel builds the head a folder names; the heads are importable from seqlab.models.bert too
     for name, (cls, _) in HEADS.items():
         assert getattr(bert_module, name) is cls

@@ -53,11 +53,15 @@ GPT2 = KeyMap(
 )
 
 T5 = KeyMap(
-    prefix="",
-    ignored=(r"^decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight$",),
+    # T5ForSequenceClassification and T5ForTokenClassification hold their T5Model / T5EncoderModel under
+    # ``transformer.``; the other classes hold shared, encoder and decoder at the top
+    prefix="transformer",
+    ignored=(r"^(transformer\.)?decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight$",),
     tied={"encoder.embed_tokens.weight": "shared.weight",
           "decoder.embed_tokens.weight": "shared.weight",
-          "lm_head.weight": "shared.weight"},
+          "lm_head.weight": "shared.weight",
+          "transformer.encoder.embed_tokens.weight": "transformer.shared.weight",
+          "transformer.decoder.embed_tokens.weight": "transformer.shared.weight"},
 )
 
 

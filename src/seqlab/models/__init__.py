@@ -10,6 +10,10 @@ from seqlab.models.auto import (AutoModelForMultipleChoice, AutoModelForNextSent
                                 AutoModelForTokenClassification, BertForMultipleChoice,
                                 BertForNextSentencePrediction, BertForPreTraining, BertForQuestionAnswering,
                                 BertForTokenClassification)
+from seqlab.models.auto import (AutoModelForTextEncoding, GPT2DoubleHeadsModel,  # noqa: F401
+                                GPT2ForQuestionAnswering, GPT2ForTokenClassification, GPT2Model, T5EncoderModel,
+                                T5ForQuestionAnswering, T5ForSequenceClassification, T5ForTokenClassification,
+                                T5Model)
 from seqlab.models.generation import BaseStreamer, TextIteratorStreamer, TextStreamer  # noqa: F401
 
 # transformers' names for GPT-2's classes (seqlab's GPT is GPT2LMHeadModel's computation and checkpoint layout)

@@ -8,6 +8,7 @@ from typing import Callable
 import numpy as np
 
 from seqlab import backend, nn
+from seqlab import functional as F
 from seqlab.autograd.function import is_grad_enabled
 from seqlab.autograd.tensor import Tensor
 from seqlab.utils.checkpoint import checkpoint
@@ -79,6 +80,33 @@ def batch_ids(input_ids) -> np.ndarray:
     if ids.shape[1] == 0:
         raise ValueError(f"input_ids has no tokens (shape {ids.shape})")
     return ids
+
+
+def token_labels(labels, shape: tuple, name: str = "labels") -> np.ndarray:
+    """Integer labels of one per token, of the input's shape (B, T); ValueError for another shape."""
+    lab = token_ids(labels, name)
+    if lab.shape != tuple(shape):
+        raise ValueError(f"{name} has shape {lab.shape} but input_ids {tuple(shape)}: expected the same "
+                         f"(batch, seq) shape")
+    return lab
+
+
+def row_labels(labels, rows: int, name: str = "labels") -> np.ndarray:
+    """Integer labels of one per row, (B,) or (B, 1) as transformers takes them, as (B,); ValueError otherwise."""
+    lab = token_ids(labels, name)
+    if lab.shape not in ((rows,), (rows, 1)):
+        raise ValueError(f"{name} has shape {lab.shape} but the batch has {rows} rows: expected ({rows},)")
+    return lab.reshape(rows)
+
+
+def span_loss(start: Tensor, end: Tensor, start_positions, end_positions) -> Tensor:
+    """Extractive QA's loss on start and end scores (B, T): the mean of the two cross-entropies over the tokens.
+    As transformers, positions are clipped to [0, T]: one past the input (an answer truncated away) is T, which
+    is ignored; a negative one counts as position 0."""
+    B, T = start.shape
+    s = row_labels(start_positions, B, "start_positions").clip(0, T)
+    e = row_labels(end_positions, B, "end_positions").clip(0, T)
+    return (F.cross_entropy(start, s, ignore_index=T) + F.cross_entropy(end, e, ignore_index=T)) / 2
 
 
 def init_normal_(model: nn.Module, std: float, std_of: Callable[[str, float], float] | None = None) -> None:

@@ -16,7 +16,11 @@ from seqlab.models.bert import BertConfig, BertForMaskedLM, BertForSequenceClass
 from seqlab.models.bert_heads import (BertForMultipleChoice, BertForNextSentencePrediction, BertForPreTraining,
                                       BertForQuestionAnswering, BertForTokenClassification)
 from seqlab.models.gpt import GPT, GPTConfig, GPTForSequenceClassification
+from seqlab.models.gpt_heads import (GPT2DoubleHeadsModel, GPT2ForQuestionAnswering, GPT2ForTokenClassification,
+                                     GPT2Model)
 from seqlab.models.t5 import T5Config, T5ForConditionalGeneration
+from seqlab.models.t5_heads import (T5EncoderModel, T5ForQuestionAnswering, T5ForSequenceClassification,
+                                    T5ForTokenClassification, T5Model)
 
 __all__ = ["AutoModel", "AutoModelForCausalLM", "AutoModelForMaskedLM", "AutoModelForSequenceClassification",
            "AutoModelForSeq2SeqLM", "model_class", "BertConfig", "BertModel", "BertForMaskedLM",
@@ -25,7 +29,9 @@ __all__ = ["AutoModel", "AutoModelForCausalLM", "AutoModelForMaskedLM", "AutoMod
            "AutoModelForPreTraining", "AutoModelForNextSentencePrediction", "AutoModelForTokenClassification",
            "AutoModelForQuestionAnswering", "AutoModelForMultipleChoice", "BertForPreTraining",
            "BertForNextSentencePrediction", "BertForTokenClassification", "BertForQuestionAnswering",
-           "BertForMultipleChoice"]
+           "BertForMultipleChoice", "AutoModelForTextEncoding", "GPT2Model", "GPT2ForTokenClassification",
+           "GPT2ForQuestionAnswering", "GPT2DoubleHeadsModel", "T5Model", "T5EncoderModel",
+           "T5ForSequenceClassification", "T5ForTokenClassification", "T5ForQuestionAnswering"]
 
 # model_type -> (module, {HF architecture: seqlab class}, default class)
 MODELS: dict[str, tuple[str, dict[str, str], str]] = {
@@ -41,13 +47,20 @@ MODELS: dict[str, tuple[str, dict[str, str], str]] = {
     }, "BertModel"),
     "gpt2": ("seqlab.models.gpt", {
         "GPT2LMHeadModel": "GPT",
-        "GPT2Model": "GPT",
+        "GPT2Model": "GPT2Model",
         "GPT2ForSequenceClassification": "GPTForSequenceClassification",
+        "GPT2ForTokenClassification": "GPT2ForTokenClassification",
+        "GPT2ForQuestionAnswering": "GPT2ForQuestionAnswering",
+        "GPT2DoubleHeadsModel": "GPT2DoubleHeadsModel",
     }, "GPT"),
     "t5": ("seqlab.models.t5", {
         "T5ForConditionalGeneration": "T5ForConditionalGeneration",
-        "T5Model": "T5ForConditionalGeneration",
+        "T5Model": "T5Model",
         "T5WithLMHeadModel": "T5ForConditionalGeneration",
+        "T5EncoderModel": "T5EncoderModel",
+        "T5ForSequenceClassification": "T5ForSequenceClassification",
+        "T5ForTokenClassification": "T5ForTokenClassification",
+        "T5ForQuestionAnswering": "T5ForQuestionAnswering",
     }, "T5ForConditionalGeneration"),
 }
 
@@ -76,7 +89,8 @@ class AutoModel:
     """Not instantiated: ``AutoModel.from_pretrained(folder_or_name, **kwargs)``.
 
     Unlike transformers' AutoModel (always the base model), this builds the
-    class the folder names in ``architectures``, head included; the
+    class the folder names in ``architectures``, head included (a GPT2Model,
+    T5Model or T5EncoderModel folder gives that base model); the
     AutoModelFor... classes below pick by task, as transformers' do.
     """
 
@@ -107,15 +121,20 @@ TASKS: dict[str, dict[str, str]] = {
     "AutoModelForCausalLM": {"gpt2": "GPT"},
     "AutoModelForMaskedLM": {"bert": "BertForMaskedLM"},
     "AutoModelForSequenceClassification": {"bert": "BertForSequenceClassification",
-                                           "gpt2": "GPTForSequenceClassification"},
+                                           "gpt2": "GPTForSequenceClassification",
+                                           "t5": "T5ForSequenceClassification"},
     "AutoModelForSeq2SeqLM": {"t5": "T5ForConditionalGeneration"},
     # as transformers' MODEL_FOR_PRETRAINING_MAPPING: each family's pretraining objective (GPT-2's and T5's are
     # their language-model heads)
     "AutoModelForPreTraining": {"bert": "BertForPreTraining", "gpt2": "GPT", "t5": "T5ForConditionalGeneration"},
     "AutoModelForNextSentencePrediction": {"bert": "BertForNextSentencePrediction"},
-    "AutoModelForTokenClassification": {"bert": "BertForTokenClassification"},
-    "AutoModelForQuestionAnswering": {"bert": "BertForQuestionAnswering"},
-    "AutoModelForMultipleChoice": {"bert": "BertForMultipleChoice"},
+    "AutoModelForTokenClassification": {"bert": "BertForTokenClassification", "gpt2": "GPT2ForTokenClassification",
+                                        "t5": "T5ForTokenClassification"},
+    "AutoModelForQuestionAnswering": {"bert": "BertForQuestionAnswering", "gpt2": "GPT2ForQuestionAnswering",
+                                      "t5": "T5ForQuestionAnswering"},
+    "AutoModelForMultipleChoice": {"bert": "BertForMultipleChoice"},  # transformers' has no GPT-2 or T5 entry
+    # transformers' MODEL_FOR_TEXT_ENCODING_MAPPING: a model that turns text into vectors
+    "AutoModelForTextEncoding": {"bert": "BertModel", "t5": "T5EncoderModel"},
 }
 
 
@@ -159,7 +178,7 @@ class AutoModelForMaskedLM(_AutoTask):
 
 
 class AutoModelForSequenceClassification(_AutoTask):
-    """BERT and GPT-2 folders as their sequence classifiers (pass num_labels=... for a fresh head)."""
+    """BERT, GPT-2 and T5 folders as their sequence classifiers (pass num_labels=... for a fresh head)."""
 
 
 class AutoModelForSeq2SeqLM(_AutoTask):
@@ -176,12 +195,18 @@ class AutoModelForNextSentencePrediction(_AutoTask):
 
 
 class AutoModelForTokenClassification(_AutoTask):
-    """BERT folders as `BertForTokenClassification` (pass num_labels=... for a fresh head)."""
+    """BERT, GPT-2 and T5 folders as `BertForTokenClassification`, `GPT2ForTokenClassification` and
+    `T5ForTokenClassification` (pass num_labels=... for a fresh head)."""
 
 
 class AutoModelForQuestionAnswering(_AutoTask):
-    """BERT folders as `BertForQuestionAnswering`."""
+    """BERT, GPT-2 and T5 folders as `BertForQuestionAnswering`, `GPT2ForQuestionAnswering` and
+    `T5ForQuestionAnswering`."""
 
 
 class AutoModelForMultipleChoice(_AutoTask):
     """BERT folders as `BertForMultipleChoice`."""
+
+
+class AutoModelForTextEncoding(_AutoTask):
+    """BERT folders as `BertModel`, T5 folders as `T5EncoderModel` (the encoder alone), as transformers maps them."""

@@ -21,7 +21,7 @@ from seqlab import backend, batch_threads, nn
 from seqlab import functional as F
 from seqlab.autograd.tensor import Tensor
 from seqlab.errors import ConfigError
-from seqlab.models._common import init_normal_, mask_values, token_ids
+from seqlab.models._common import init_normal_, mask_values, row_labels, span_loss, token_ids, token_labels
 from seqlab.models.bert import BertConfig, BertForMaskedLM, BertLMPredictionHead, BertModel, BertPreTrained
 from seqlab.models.outputs_heads import (BertForPreTrainingOutput, MultipleChoiceModelOutput,
                                          NextSentencePredictorOutput, QuestionAnsweringModelOutput,
@@ -35,21 +35,7 @@ def _classifier_dropout(c: BertConfig) -> nn.Dropout:
     return nn.Dropout(c.classifier_dropout if c.classifier_dropout is not None else c.hidden_dropout_prob)
 
 
-def _token_labels(labels, shape: tuple, name: str = "labels") -> np.ndarray:
-    """Integer labels of one per token, (B, T); ValueError for another shape."""
-    lab = token_ids(labels, name)
-    if lab.shape != tuple(shape):
-        raise ValueError(f"{name} has shape {lab.shape} but input_ids {tuple(shape)}: expected the same "
-                         f"(batch, seq) shape")
-    return lab
-
-
-def _row_labels(labels, rows: int, name: str = "labels") -> np.ndarray:
-    """Integer labels of one per row, (B,) or (B, 1) as transformers takes them, as (B,); ValueError otherwise."""
-    lab = token_ids(labels, name)
-    if lab.shape not in ((rows,), (rows, 1)):
-        raise ValueError(f"{name} has shape {lab.shape} but the batch has {rows} rows: expected ({rows},)")
-    return lab.reshape(rows)
+_token_labels, _row_labels = token_labels, row_labels  # shared with GPT-2's and T5's heads (_common)
 
 
 class BertOnlyNSPHead(nn.Module):
@@ -192,10 +178,7 @@ class BertForQuestionAnswering(nn.Module, BertPreTrained):
         start, end = logits[:, :, 0], logits[:, :, 1]        # (B, T) each
         loss = None
         if start_positions is not None and end_positions is not None:
-            B, T = start.shape
-            s = _row_labels(start_positions, B, "start_positions").clip(0, T)
-            e = _row_labels(end_positions, B, "end_positions").clip(0, T)
-            loss = (F.cross_entropy(start, s, ignore_index=T) + F.cross_entropy(end, e, ignore_index=T)) / 2
+            loss = span_loss(start, end, start_positions, end_positions)
         return QuestionAnsweringModelOutput(loss=loss, start_logits=start, end_logits=end,
                                             hidden_states=out.hidden_states, attentions=out.attentions)
 

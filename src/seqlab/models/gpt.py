@@ -61,14 +61,27 @@ class GPTConfig(HFConfig):
     tie_word_embeddings: bool = True
     num_labels: int = 2                      # GPTForSequenceClassification
     problem_type: str | None = None
+    classifier_dropout: float | None = None  # GPT2ForTokenClassification's; None: 0.1 (transformers' rule)
+    # GPT2DoubleHeadsModel's multiple-choice head (transformers' SequenceSummary): which vector sums up a sequence
+    # ("cls_index": the token at mc_token_ids, "last", "first", "mean"), then dropout, Linear (summary_use_proj) to
+    # num_labels (summary_proj_to_labels) or n_embd outputs, and the activation (None: none)
+    summary_type: str = "cls_index"
+    summary_use_proj: bool = True
+    summary_activation: str | None = None
+    summary_proj_to_labels: bool = True
+    summary_first_dropout: float = 0.1
 
     def __post_init__(self):
         self._positive("vocab_size", "n_positions", "n_embd", "n_layer", "n_head", "num_labels")
         if self.n_inner is not None:
             self._positive("n_inner")
         self._divisible("n_embd", "n_head")
-        self._probability("resid_pdrop", "embd_pdrop", "attn_pdrop")
+        self._probability("resid_pdrop", "embd_pdrop", "attn_pdrop", "classifier_dropout")
         activation(self.activation_function)
+        self._one_of("summary_type", {"last", "first", "mean", "cls_index", "attn"})
+        self._probability("summary_first_dropout")
+        if self.summary_activation:  # None or "": no activation, as transformers
+            activation(self.summary_activation)
         if self.add_cross_attention:
             raise ConfigError("GPT with add_cross_attention=True (an encoder-decoder GPT-2) is not supported")
         self._problem_type()
@@ -312,3 +325,17 @@ class GPTForSequenceClassification(nn.Module, GPTPreTrained):
         pooled = logits[backend.xp_of(last).arange(ids.shape[0]), last]  # (B, num_labels)
         loss = None if labels is None else classification_loss(pooled, labels, self.config.problem_type)
         return SequenceClassifierOutput(loss=loss, logits=pooled, attentions=attn, hidden_states=hidden)
+
+
+# transformers' other GPT-2 classes (the bare GPT2Model, token classification, question answering, double heads)
+# live in gpt_heads.py, which builds on the classes above; they are importable from here too, loaded on first use
+# (an import at the top of either file would be circular).
+_HEADS = ("GPT2Model", "GPT2ForTokenClassification", "GPT2ForQuestionAnswering", "GPT2DoubleHeadsModel")
+
+
+def __getattr__(name: str):
+    if name in _HEADS:
+        from seqlab.models import gpt_heads
+
+        return getattr(gpt_heads, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

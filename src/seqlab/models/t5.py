@@ -61,13 +61,18 @@ class T5Config(HFConfig):
     decoder_start_token_id: int | None = 0   # None: pad_token_id
     tie_word_embeddings: bool = True
     scale_decoder_outputs: bool | None = None  # None: tie_word_embeddings (transformers 4 files lack it)
+    classifier_dropout: float = 0.0          # T5ForSequenceClassification's and T5ForTokenClassification's heads
+    num_labels: int = 2
+    problem_type: str | None = None
 
     def __post_init__(self):
         if self.num_decoder_layers is None:
             self.num_decoder_layers = self.num_layers
         self._positive("vocab_size", "d_model", "d_kv", "d_ff", "num_layers", "num_decoder_layers", "num_heads",
                        "relative_attention_num_buckets", "relative_attention_max_distance")
-        self._probability("dropout_rate")
+        self._probability("dropout_rate", "classifier_dropout")
+        self._positive("num_labels")
+        self._problem_type()
         parts = self.feed_forward_proj.split("-") if isinstance(self.feed_forward_proj, str) else []
         if not parts or len(parts) > 2 or (len(parts) == 2 and parts[0] != "gated"):
             raise ConfigError(f"feed_forward_proj must be '<act>' or 'gated-<act>', got {self.feed_forward_proj!r}")
@@ -330,11 +335,29 @@ class T5Stack(nn.Module):
                                attentions=(tuple(self_w), tuple(cross_w) or None) if output_attentions else None)
 
 
+def decoder_start(c: T5Config) -> int:
+    """The decoder's first input token: decoder_start_token_id, else pad_token_id."""
+    start = c.decoder_start_token_id if c.decoder_start_token_id is not None else c.pad_token_id
+    if start is None:
+        raise ConfigError("T5 needs decoder_start_token_id (or pad_token_id) to start the decoder")
+    return start
+
+
+def shift_right(labels, c: T5Config) -> np.ndarray:
+    """Decoder inputs for teacher forcing: [start, y₁, …, y_{T−1}], with -100 replaced by padding."""
+    lab = token_ids(labels)
+    out = np.empty_like(lab)
+    out[:, 0] = decoder_start(c)
+    out[:, 1:] = lab[:, :-1]
+    pad = c.pad_token_id if c.pad_token_id is not None else 0
+    return np.where(out == -100, pad, out)
+
+
 def _init_weights(model: "T5ForConditionalGeneration", c: T5Config) -> None:
     """Mesh TensorFlow's init (as transformers): the 1/√d of attention lives in the q init."""
     f, d, dkv, H = c.initializer_factor, c.d_model, c.d_kv, c.num_heads
     nn.init.normal_(model.shared.weight, 0.0, f * 1.0)
-    if not c.tie_word_embeddings:
+    if not c.tie_word_embeddings and hasattr(model, "lm_head"):  # T5Model and the task heads have none
         nn.init.normal_(model.lm_head.weight, 0.0, f * 1.0)
     for m in model.modules():
         if isinstance(m, T5Attention):
@@ -377,20 +400,11 @@ class T5ForConditionalGeneration(nn.Module, PreTrainedModel):
 
     @property
     def decoder_start_token_id(self) -> int:
-        c = self.config
-        start = c.decoder_start_token_id if c.decoder_start_token_id is not None else c.pad_token_id
-        if start is None:
-            raise ConfigError("T5 needs decoder_start_token_id (or pad_token_id) to start the decoder")
-        return start
+        return decoder_start(self.config)
 
     def shift_right(self, labels) -> np.ndarray:
         """Decoder inputs for teacher forcing: [start, y₁, …, y_{T−1}], with -100 replaced by padding."""
-        lab = token_ids(labels)
-        out = np.empty_like(lab)
-        out[:, 0] = self.decoder_start_token_id
-        out[:, 1:] = lab[:, :-1]
-        pad = self.config.pad_token_id if self.config.pad_token_id is not None else 0
-        return np.where(out == -100, pad, out)
+        return shift_right(labels, self.config)
 
     def get_encoder(self) -> "T5Stack":
         """The encoder stack: ``model.get_encoder()(input_ids=ids, attention_mask=mask)``, as transformers."""
@@ -467,3 +481,18 @@ class T5ForConditionalGeneration(nn.Module, PreTrainedModel):
         from seqlab.models.generation import compute_transition_scores
 
         return compute_transition_scores(sequences, scores, beam_indices, normalize_logits)
+
+
+# transformers' other T5 classes (T5Model, T5EncoderModel and the task heads) live in t5_heads.py, which builds on
+# the classes above; they are importable from here too, loaded on first use (an import at the top of either file
+# would be circular).
+_HEADS = ("T5Model", "T5EncoderModel", "T5ForSequenceClassification", "T5ForTokenClassification",
+          "T5ForQuestionAnswering")
+
+
+def __getattr__(name: str):
+    if name in _HEADS:
+        from seqlab.models import t5_heads
+
+        return getattr(t5_heads, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -87,6 +87,8 @@ class ModelAttention:
 def attention_kind(model: Any) -> str:
     """The family of a seqlab model (one of `KINDS`), from ``config.model_type`` or its class."""
     model_type = getattr(getattr(model, "config", None), "model_type", None)
+    if type(model).__name__ == "T5EncoderModel":  # T5's encoder alone: self-attention over the text
+        return "encoder"
     if isinstance(model_type, str) and model_type in _TYPE_KINDS:
         return _TYPE_KINDS[model_type]
     name = type(model).__name__
@@ -281,6 +283,9 @@ def _run_encoder_decoder(model: Any, tokenizer: Any, text: str, text_pair: str |
     if start is None:
         start = getattr(cfg, "decoder_start_token_id", None)
         start = getattr(cfg, "pad_token_id", 0) if start is None else start
+    if target is None and not hasattr(model, "generate"):  # T5Model: no language-model head to write with
+        raise VizError(f"{type(model).__name__} has no language-model head, so it cannot write the decoder's "
+                       f"text itself; give the target (--target TEXT)")
     if target is None:
         gen = model.generate(src, attention_mask=np.ones_like(src), max_new_tokens=MAX_GENERATED)
         dec = [int(i) for i in _numpy(gen)[0]]
