@@ -9,15 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from models_helpers import hf_save
+from models_helpers import GEN_GPT_CFG, GEN_T5_CFG, gpt_batch, hf_save, t5_batch
 
 from seqlab.models import AutoModel
 
-GPT_CFG = dict(vocab_size=50, n_positions=64, n_embd=16, n_layer=2, n_head=2, resid_pdrop=0.0, embd_pdrop=0.0,
-               attn_pdrop=0.0, bos_token_id=1, eos_token_id=2, pad_token_id=0)
-T5_CFG = dict(vocab_size=40, d_model=16, d_kv=4, d_ff=24, num_layers=2, num_heads=2, feed_forward_proj="relu",
-              relative_attention_num_buckets=8, relative_attention_max_distance=20, dropout_rate=0.0,
-              decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
+GPT_CFG, T5_CFG = GEN_GPT_CFG, GEN_T5_CFG
 NEW = 12  # new tokens per test run: enough for the options to show, few enough for slow cores
 
 
@@ -35,26 +31,6 @@ def t5(T, torch, tmp_path_factory):
     hf = T.T5ForConditionalGeneration(T.T5Config(**T5_CFG)).double().eval()
     folder = hf_save(hf, tmp_path_factory.mktemp("t5"))
     return hf, AutoModel.from_pretrained(folder, dtype=np.float64)
-
-
-def gpt_batch():
-    """Three prompts of 8, 5 and 7 tokens, left-padded to 8 with id 0."""
-    rng = np.random.default_rng(0)
-    ids = rng.integers(3, GPT_CFG["vocab_size"], (3, 8))
-    mask = np.ones_like(ids)
-    mask[1, :3] = 0
-    mask[2, :1] = 0
-    return np.where(mask == 1, ids, 0), mask
-
-
-def t5_batch():
-    """Three sources of 9, 6 and 4 tokens, right-padded with id 0."""
-    rng = np.random.default_rng(3)
-    ids = rng.integers(2, T5_CFG["vocab_size"], (3, 9))
-    mask = np.ones_like(ids)
-    mask[1, 6:] = 0
-    mask[2, 4:] = 0
-    return np.where(mask == 1, ids, 0), mask
 
 
 def reference(torch, hf, ids, mask, **kw):
