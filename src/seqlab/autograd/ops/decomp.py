@@ -26,7 +26,7 @@ import numpy as np
 
 from seqlab.autograd.function import Function
 from seqlab.autograd.higher_order import graph_output
-from seqlab.autograd.ops.linalg import Inv, checked, masked, mT, pack, unpack
+from seqlab.autograd.ops.linalg import Inv, checked_or_nan, mT, pack, unpack
 from seqlab.backend import xp_of
 
 
@@ -48,12 +48,7 @@ class Cholesky(Function):
     matrices that are not positive-definite come out NaN instead of raising."""
 
     def forward(self, a, name: str = "linalg.cholesky", singular=None):
-        xp = xp_of(a)
-        if singular is None:
-            out = checked(lambda: xp.linalg.cholesky(a), a, name, "potrf", "potrf")
-        else:
-            safe, bad = masked(a, singular)
-            out = xp.where(bad, a.dtype.type(np.nan), xp.linalg.cholesky(safe))
+        out = checked_or_nan(xp_of(a).linalg.cholesky, a, name, "potrf", "potrf", singular)
         self.save_for_backward(out)
         return out
 

@@ -111,6 +111,15 @@ def masked(a, bad):
     return xp.where(bad, xp.eye(a.shape[-1], dtype=a.dtype), a), bad
 
 
+def checked_or_nan(compute, a, name: str, routine: str, kind: str, singular=None):
+    """compute(a) checked as `checked` does; or, given `singular` (the *_ex functions), compute on `a` with
+    those matrices masked out (`masked`) and NaN in their place instead of an error."""
+    if singular is None:
+        return checked(lambda: compute(a), a, name, routine, kind)
+    safe, bad = masked(a, singular)
+    return xp_of(a).where(bad, a.dtype.type(np.nan), compute(safe))
+
+
 # ---- packing: one Function with several outputs (Q and R, U, S and Vh, ...) returns them in one array --------
 def pack(*arrays, batch: tuple):
     """The arrays, each (*batch, ...), flattened after the batch dims and joined: one output of a Function, which
@@ -163,12 +172,7 @@ class Inv(Function):
     instead of raising (torch's hold whatever LAPACK left: not values to read). Ā = −Xᵀ X̄ Xᵀ."""
 
     def forward(self, a, name: str = "linalg.inv", singular=None):
-        xp = xp_of(a)
-        if singular is None:
-            out = checked(lambda: xp.linalg.inv(a), a, name, "getrf", "getrf_inv")
-        else:
-            safe, bad = masked(a, singular)
-            out = xp.where(bad, a.dtype.type(np.nan), xp.linalg.inv(safe))
+        out = checked_or_nan(xp_of(a).linalg.inv, a, name, "getrf", "getrf_inv", singular)
         self.save_for_backward(out)
         return out
 
