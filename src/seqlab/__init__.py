@@ -124,3 +124,7 @@ __all__ += ["linalg", "special"] + [n for n in _LINALG_SPECIAL_TOPLEVEL if n not
 # torch.func's transforms (grad, vjp, jacrev, hessian, vmap, functional_call) as seqlab.func
 from seqlab import func  # noqa: E402
 __all__ += ["func"]
+
+# torch.distributions as seqlab.distributions (Categorical, Normal, ..., kl_divergence)
+from seqlab import distributions  # noqa: E402
+__all__ += ["distributions"]
