@@ -125,6 +125,10 @@ __all__ += ["linalg", "special"] + [n for n in _LINALG_SPECIAL_TOPLEVEL if n not
 from seqlab import func  # noqa: E402
 __all__ += ["func"]
 
+# torch.testing's assert_close and make_tensor as seqlab.testing
+from seqlab import testing  # noqa: E402
+__all__ += ["testing"]
+
 # torch.distributions as seqlab.distributions (Categorical, Normal, ..., kl_divergence)
 from seqlab import distributions  # noqa: E402
 __all__ += ["distributions"]
