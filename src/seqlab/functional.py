@@ -944,3 +944,4 @@ from seqlab.functional_vision import (adaptive_max_pool2d, adaptive_max_pool2d_w
                                       native_channel_shuffle, pixel_shuffle, pixel_unshuffle, unfold)
 from seqlab.functional_interpolate import (interpolate, upsample, upsample_bilinear,  # noqa: E402,F401
                                            upsample_nearest)
+from seqlab.nn.dropout3d import dropout3d  # noqa: E402,F401

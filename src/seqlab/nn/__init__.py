@@ -33,6 +33,11 @@ from seqlab.nn.recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from seqlab.nn.recurrent import _CellBase as RNNCellBase, _RNNBase as RNNBase  # torch's bases, for isinstance
 from seqlab.nn.additive_attention import AdditiveAttention, LuongAttention
 from seqlab.nn.transformer import (ALiBi, LearnedPositionalEmbedding, MultiheadAttention, PositionalEncoding, RotaryEmbedding, SinusoidalPositionalEncoding, Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer, generate_square_subsequent_mask, memory_efficient_attention, positional_encoding, sliding_window_attention)  # noqa: E501
+from seqlab.nn.adaptive import AdaptiveLogSoftmaxWithLoss
+from seqlab.nn.dropout3d import Dropout3d
+from seqlab.nn.lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d,
+                            LazyConvTranspose1d, LazyConvTranspose2d, LazyInstanceNorm1d, LazyInstanceNorm2d,
+                            LazyInstanceNorm3d)
 
 __all__ = [
     "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "AdditiveAttention", "LuongAttention",
@@ -59,6 +64,9 @@ __all__ = [
     "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d",
     "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm", "BatchNorm3d",
     "Threshold", "Softmax2d", "RNNBase", "RNNCellBase",
+    "AdaptiveLogSoftmaxWithLoss", "Dropout3d", "LazyConv1d", "LazyConv2d", "LazyConvTranspose1d",
+    "LazyConvTranspose2d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d", "LazyInstanceNorm3d",
     "functional", "utils",
 ]
 
