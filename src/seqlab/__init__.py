@@ -132,3 +132,14 @@ __all__ += ["testing"]
 # torch.distributions as seqlab.distributions (Categorical, Normal, ..., kl_divergence)
 from seqlab import distributions  # noqa: E402
 __all__ += ["distributions"]
+
+# more of torch's functions that are Tensor methods too (tensor_more.py); seqlab.tan stays toplevel.py's
+from seqlab.autograd.tensor_more import (acosh, addbmm, addr, arccosh, arcsinh, arctanh, asinh,  # noqa: E402
+                                         atanh, cholesky_inverse, cholesky_solve, conj, diagonal_scatter, frexp,
+                                         gcd, hardshrink, histogram, imag, index_reduce, is_conj, is_inference,
+                                         is_neg, is_same_size, is_signed, isreal, lcm, ldexp, matrix_exp,
+                                         narrow_copy, nextafter, real, renorm, resolve_conj, resolve_neg,
+                                         scatter_reduce, select_scatter, slice_scatter, split_with_sizes,
+                                         triangular_solve, unsafe_chunk, unsafe_split)
+from seqlab.autograd.tensor_more import TOPLEVEL as _MORE_TOPLEVEL  # noqa: E402
+__all__ += [n for n in _MORE_TOPLEVEL if n not in __all__]

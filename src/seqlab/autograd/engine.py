@@ -232,6 +232,9 @@ def run_backward(root, grad, retain_graph: bool = False, inputs=None) -> None:
                     else g.copy()
             else:
                 node.grad = node.grad + g
+            post = getattr(node, "_post_acc_hooks", None)
+            if post:
+                _run_post_accumulate_hooks(post, node)
             continue
         fn = node
         if g is None:
@@ -275,11 +278,22 @@ def run_backward(root, grad, retain_graph: bool = False, inputs=None) -> None:
 
 
 def _into_grad(t, g, is_owned: bool) -> None:
-    """t.grad += g, as run_backward fills a leaf's .grad (a C-order copy unless the engine owns `g`)."""
+    """t.grad += g, as run_backward fills a leaf's .grad (a C-order copy unless the engine owns `g`), then its
+    post-accumulate-grad hooks."""
     if t.grad is None:
         t.grad = g if is_owned and (g.flags.c_contiguous or not t.data.flags.c_contiguous) else g.copy()
     else:
         t.grad = t.grad + g
+    post = getattr(t, "_post_acc_hooks", None)
+    if post:
+        _run_post_accumulate_hooks(post, t)
+
+
+def _run_post_accumulate_hooks(hooks: list, leaf) -> None:
+    """After `leaf.grad` has taken this backward's gradient: each hook of
+    `register_post_accumulate_grad_hook` is called with the leaf (what it returns is ignored, as torch)."""
+    for hook in list(hooks):
+        hook(leaf)
 
 
 def _raise_on_nan(fn, parent_grads) -> None:

@@ -38,6 +38,7 @@ from seqlab.autograd.tensor_inplace import InPlaceMethods
 from seqlab.autograd.tensor_math import MathMethods
 from seqlab.autograd.tensor_extra import ExtraMethods
 from seqlab.autograd.tensor_linalg_special import LinalgSpecialMethods
+from seqlab.autograd.tensor_more import MoreMethods
 from seqlab.autograd.tensor_stats import MinMaxResult, MinResult
 from seqlab.autograd.tensor_convert import _size  # noqa: F401  (re-exported: importable from here, as before)
 from seqlab.autograd.tensor_stats import SortResult, TopkResult, ValuesIndices  # noqa: F401  (re-exported, as _size)
@@ -93,10 +94,11 @@ def check_bool_subtraction(a, b) -> None:
 _check_bool_subtraction = check_bool_subtraction
 
 
-class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods, ExtraMethods, LinalgSpecialMethods):
+class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods, ExtraMethods, LinalgSpecialMethods,
+             MoreMethods):
     """An n-dimensional array that records the operations applied to it."""
 
-    __slots__ = ("data", "grad", "requires_grad", "_ctx", "_retains_grad", "_hooks", "__weakref__")
+    __slots__ = ("data", "grad", "requires_grad", "_ctx", "_retains_grad", "_hooks", "_post_acc_hooks", "__weakref__")
     __array_priority__ = 1000  # so `ndarray + Tensor` calls Tensor.__radd__
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype=None, device: str | None = None):
