@@ -40,11 +40,11 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002 (torch's
     return A.ReLU.apply(_t(input))
 
 
-def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:  # noqa: A002 (torch's name)
     """x Φ(x) with the exact erf (`'none'`, BERT) or the tanh approximation (`'tanh'`, GPT-2)."""
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu approximate must be 'none' or 'tanh', got {approximate!r}")
-    return A.GELU.apply(_t(x), approximate=approximate)
+    return A.GELU.apply(_t(input), approximate=approximate)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:  # noqa: A002
@@ -59,9 +59,9 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002 (torch's
     return A.SiLU.apply(_t(input))
 
 
-def logsigmoid(x: Tensor) -> Tensor:
+def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002 (torch's name)
     """log σ(x), finite for any x (the building block of the logistic loss)."""
-    return A.LogSigmoid.apply(_t(x))
+    return A.LogSigmoid.apply(_t(input))
 
 
 def _softmax_input(name: str, x, dim, dtype, stacklevel: int) -> tuple[Tensor, int]:
@@ -93,9 +93,9 @@ def log_softmax(input: Tensor, dim: int | None = -1, _stacklevel: int = 3, dtype
 
 
 # ---- layers ------------------------------------------------------------------
-def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:  # noqa: A002 (torch's name)
     """x Wᵀ + b, W of shape (out_features, in_features)."""
-    x = _t(x)
+    x = _t(input)
     if x.shape[-1] != weight.shape[-1]:
         raise ValueError(f"input has shape {x.shape} but the layer expects last dim {weight.shape[-1]} "
                          f"(weight shape {weight.shape})")
@@ -104,14 +104,14 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return M.Linear.apply(x, weight, bias)
 
 
-def layer_norm(x: Tensor, normalized_shape, weight: Tensor | None = None, bias: Tensor | None = None,
-               eps: float = 1e-5) -> Tensor:
+def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # noqa: A002 (torch's name)
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """(x − mean) / √(var + eps) · weight + bias over the trailing `normalized_shape`.
 
     Unlike the chapter's listing, which divides by (std + eps) and has no gain
     or bias, this is torch's definition: biased variance inside the root.
     """
-    x = _t(x)
+    x = _t(input)
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(x.shape[x.ndim - len(ns):]) != ns:
         raise ValueError(f"input has shape {x.shape} but layer_norm normalizes over trailing {ns}")
@@ -396,15 +396,21 @@ def _class_weight(weight, c: int, like: Tensor):
     return w.astype(like.dtype)
 
 
-def cross_entropy(logits: Tensor, target, weight=None, *, ignore_index: int = -100, reduction: str = "mean",
+def cross_entropy(input: Tensor, target, weight=None, size_average=None,  # noqa: A002 (torch's names and order)
+                  ignore_index: int = -100, reduce=None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
-    """Softmax cross-entropy, torch layout: logits (N, C) or (N, C, d1, ...), target (N) or (N, d1, ...).
+    """Softmax cross-entropy, torch layout: logits `input` (N, C) or (N, C, d1, ...), target (N) or (N, d1, ...).
 
     target holds class indices, or (as torch) class probabilities of the
     logits' shape. `weight` (C,) rescales each class; 'mean' then divides
-    by the summed weights of the targets (torch's weighted mean).
+    by the summed weights of the targets (torch's weighted mean). `size_average` / `reduce` (deprecated)
+    override `reduction` with torch's warning.
     """
-    logits = _t(logits)
+    from seqlab.functional_losses import legacy_reduction
+
+    _no_reduction_string("cross_entropy", size_average, reduce)
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    logits = _t(input)
     tgt = backend.to_device(_arr(backend.from_torch(target)), logits.device)  # host targets: copied to the model
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
@@ -478,15 +484,21 @@ def _soft_cross_entropy(logits: Tensor, probs, weight, reduction: str, eps: floa
     return _reduce(-prod.sum(dim), reduction)
 
 
-def nll_loss(log_probs: Tensor, target, weight=None, *, ignore_index: int = -100,
-             reduction: str = "mean") -> Tensor:
-    """−log_probs[target], torch layout: (N, C) or (N, C, d1, ...) with target (N) or (N, d1, ...).
+def nll_loss(input: Tensor, target, weight=None, size_average=None,  # noqa: A002 (torch's names and order)
+             ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
+    """−log_probs[target] with log_probs = `input`, torch layout: (N, C) or (N, C, d1, ...) with target (N)
+    or (N, d1, ...).
 
     'mean' divides by the number of targets that are not `ignore_index` (NaN when there are none, as torch),
     or with `weight` (C,) by their summed class weights. A target outside 0..C-1 that is not
-    `ignore_index` raises IndexError, as in `cross_entropy`.
+    `ignore_index` raises IndexError, as in `cross_entropy`. `size_average` / `reduce` (deprecated)
+    override `reduction` with torch's warning.
     """
-    lp = _t(log_probs)
+    from seqlab.functional_losses import legacy_reduction
+
+    _no_reduction_string("nll_loss", size_average, reduce)
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    lp = _t(input)
     tgt = backend.to_device(_arr(target), lp.device)
     if tgt.dtype.kind not in "iu":
         raise TypeError(f"nll_loss target must hold class indices (integers), got dtype {tgt.dtype}")
@@ -724,15 +736,23 @@ def _composed_attention(q, k, v, bias, block, scale, keep, p) -> tuple[Tensor, T
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,
                                  dropout_p: float = 0.0, is_causal: bool = False,
-                                 scale: float | None = None) -> Tensor:
+                                 scale: float | None = None, enable_gqa: bool = False) -> Tensor:
     """As `torch.nn.functional.scaled_dot_product_attention`.
 
     `attn_mask`: bool, True = may attend; or float, added to the scores.
     A query row whose keys are all blocked returns zeros (and zero gradients)
-    instead of NaN.
+    instead of NaN. `enable_gqa` (grouped-query attention, as torch): key and value may have fewer heads
+    (dim -3) than query, a divisor of its count; each key/value head then serves Hq / Hkv query heads.
     """
     if attn_mask is not None and is_causal:
         raise ValueError("pass either attn_mask or is_causal=True, not both (as torch)")
+    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        hq, hkv = query.shape[-3], key.shape[-3]
+        if hq % hkv or value.shape[-3] != hkv:
+            raise ValueError(f"enable_gqa: query has {hq} heads, key {hkv} and value {value.shape[-3]}; key and "
+                             f"value need the same number of heads, a divisor of the query's")
+        key = _t(key).repeat_interleave(hq // hkv, dim=-3)      # (..., Hq, S, E)
+        value = _t(value).repeat_interleave(hq // hkv, dim=-3)  # (..., Hq, S, Ev)
     out, _ = attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
     return out
 

@@ -9,8 +9,8 @@ class ReLU(Module):
     def __init__(self, inplace: bool = False):  # `inplace` accepted for torch compatibility, ignored
         super().__init__()
 
-    def forward(self, x):
-        return F.relu(x)
+    def forward(self, input):  # noqa: A002 (torch's name)
+        return F.relu(input)
 
 
 class GELU(Module):
@@ -18,21 +18,21 @@ class GELU(Module):
         super().__init__()
         self.approximate = approximate
 
-    def forward(self, x):
-        return F.gelu(x, self.approximate)
+    def forward(self, input):  # noqa: A002 (torch's name)
+        return F.gelu(input, self.approximate)
 
     def extra_repr(self) -> str:
         return f"approximate={self.approximate!r}"
 
 
 class Tanh(Module):
-    def forward(self, x):
-        return F.tanh(x)
+    def forward(self, input):  # noqa: A002 (torch's name)
+        return F.tanh(input)
 
 
 class Sigmoid(Module):
-    def forward(self, x):
-        return F.sigmoid(x)
+    def forward(self, input):  # noqa: A002 (torch's name)
+        return F.sigmoid(input)
 
 
 class SiLU(Module):
@@ -40,8 +40,8 @@ class SiLU(Module):
         super().__init__()
         self.inplace = inplace  # accepted for torch compatibility; a new tensor is returned
 
-    def forward(self, x):
-        return F.silu(x)
+    def forward(self, input):  # noqa: A002 (torch's name)
+        return F.silu(input)
 
 
 class Softmax(Module):
@@ -49,16 +49,16 @@ class Softmax(Module):
         super().__init__()
         self.dim = dim
 
-    def forward(self, x):
-        return F.softmax(x, self.dim)
+    def forward(self, input):  # noqa: A002 (torch's name)
+        return F.softmax(input, self.dim)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
 
 
 class LogSoftmax(Softmax):
-    def forward(self, x):
-        return F.log_softmax(x, self.dim)
+    def forward(self, input):  # noqa: A002 (torch's name)
+        return F.log_softmax(input, self.dim)
 
 
 class LeakyReLU(Module):
@@ -66,8 +66,8 @@ class LeakyReLU(Module):
         super().__init__()
         self.negative_slope = negative_slope
 
-    def forward(self, x):
-        return F.leaky_relu(x, self.negative_slope)
+    def forward(self, input):  # noqa: A002 (torch's name)
+        return F.leaky_relu(input, self.negative_slope)
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}"

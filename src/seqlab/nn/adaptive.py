@@ -88,8 +88,8 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             i2h.reset_parameters()
             h2o.reset_parameters()
 
-    def forward(self, input: Tensor, target) -> _ASMoutput:  # noqa: A002
-        x, tgt = F._t(input), _target_array(target)
+    def forward(self, input_: Tensor, target_) -> _ASMoutput:  # torch's names: input_, target_
+        x, tgt = F._t(input_), _target_array(target_)
         if tgt.ndim == 1:
             if x.ndim == 0 or x.shape[0] != tgt.shape[0]:
                 raise ArgumentError(f"Input and target should have the same size in the batch dimension "

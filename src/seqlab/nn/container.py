@@ -71,10 +71,10 @@ class Sequential(_Numbered):
             for i, m in enumerate(modules):
                 self.add_module(str(i), m)
 
-    def forward(self, x):
+    def forward(self, input):  # noqa: A002 (torch's name)
         for m in self._modules.values():
-            x = m(x)
-        return x
+            input = m(input)
+        return input
 
     def __getitem__(self, i):
         items = list(self._modules.items())
@@ -88,9 +88,9 @@ class Sequential(_Numbered):
 
 
 class ModuleList(_Numbered):
-    def __init__(self, modules: Iterable[Module] = ()):
+    def __init__(self, modules: Iterable[Module] | None = None):
         super().__init__()
-        for m in modules:
+        for m in modules or ():
             self.append(m)
 
     def __getitem__(self, i):

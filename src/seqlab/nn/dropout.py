@@ -14,8 +14,8 @@ class Dropout(Module):
             raise ValueError(f"dropout probability must be in [0, 1], got {p}")
         self.p = p
 
-    def forward(self, x):
-        return F.dropout(x, self.p, self.training)
+    def forward(self, input):  # noqa: A002 (torch's name)
+        return F.dropout(input, self.p, self.training)
 
     def extra_repr(self) -> str:
         return f"p={self.p}"

@@ -39,7 +39,8 @@ class Linear(Module):
             bound = 1 / math.sqrt(self.in_features)
             init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002 (torch's name)
+        x = input
         if not hasattr(x, "shape") or not hasattr(x, "dtype"):
             raise TypeError(f"Linear expects a Tensor (or an array), got {type(x).__name__}")
         if np.dtype(x.dtype).kind != "f":  # torch refuses too; NumPy would promote ids to float64 silently
@@ -114,10 +115,10 @@ class LazyLinear(Linear):
             return  # load_state_dict then reports the mismatch by name
         self.initialize_parameters(np.empty((1, shape[1]), dtype=self.weight.dtype))
 
-    def forward(self, x: Tensor) -> Tensor:
-        if hasattr(x, "dtype") and np.dtype(x.dtype).kind == "f":  # else Linear.forward's type errors
-            self.initialize_parameters(x)
-        return Linear.forward(self, x)
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002 (torch's name)
+        if hasattr(input, "dtype") and np.dtype(input.dtype).kind == "f":  # else Linear.forward's type errors
+            self.initialize_parameters(input)
+        return Linear.forward(self, input)
 
 
 FUSE_FEED_FORWARD = True  # False: `feed_forward_in` runs three ops (benchmarks/engine_ab.py --switch fused-ff)
@@ -143,8 +144,8 @@ class Identity(Module):
     def __init__(self, *args, **kwargs):
         super().__init__()
 
-    def forward(self, x):
-        return x
+    def forward(self, input):  # noqa: A002 (torch's name)
+        return input
 
 
 class Flatten(Module):
@@ -154,8 +155,8 @@ class Flatten(Module):
         super().__init__()
         self.start_dim, self.end_dim = start_dim, end_dim
 
-    def forward(self, x):
-        return x.flatten(self.start_dim, self.end_dim)
+    def forward(self, input):  # noqa: A002 (torch's name)
+        return input.flatten(self.start_dim, self.end_dim)
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"

@@ -27,11 +27,14 @@ class _Loss(Module):
 
 
 class CrossEntropyLoss(_Loss):
-    """`F.cross_entropy`: logits (N, C) or (N, C, d...) against class indices or class probabilities."""
+    """`F.cross_entropy`: logits (N, C) or (N, C, d...) against class indices or class probabilities.
+    torch's deprecated `size_average` / `reduce` (positional slots 2 and 4, as torch's) override `reduction`,
+    with torch's warning."""
 
-    def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean",
-                 label_smoothing: float = 0.0) -> None:
-        super().__init__(reduction)
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                 reduction: str = "mean", label_smoothing: float = 0.0) -> None:
+        _no_reduction_string("CrossEntropyLoss", size_average, reduce)
+        super().__init__(legacy_reduction(size_average, reduce, reduction))
         if not 0.0 <= label_smoothing <= 1.0:
             raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
         self._weight_buffer("weight", weight)
@@ -43,10 +46,13 @@ class CrossEntropyLoss(_Loss):
 
 
 class NLLLoss(_Loss):
-    """`F.nll_loss`: log-probabilities (N, C) or (N, C, d...) against class indices."""
+    """`F.nll_loss`: log-probabilities (N, C) or (N, C, d...) against class indices. torch's deprecated
+    `size_average` / `reduce` (positional slots 2 and 4) override `reduction`, with torch's warning."""
 
-    def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean") -> None:
-        super().__init__(reduction)
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                 reduction: str = "mean") -> None:
+        _no_reduction_string("NLLLoss", size_average, reduce)
+        super().__init__(legacy_reduction(size_average, reduce, reduction))
         self._weight_buffer("weight", weight)
         self.ignore_index = ignore_index
 

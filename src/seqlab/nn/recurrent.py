@@ -149,8 +149,8 @@ class RNNCell(_CellBase):
         super().__init__(input_size, hidden_size, bias, dtype)
         self.nonlinearity = nonlinearity
 
-    def forward(self, x: Tensor, hx: Tensor | None = None) -> Tensor:
-        x, unbatched = self._input(x)
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:  # noqa: A002 (torch's name)
+        x, unbatched = self._input(input)
         h = self._state(hx, x, unbatched)
         out = rnn_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh,
                        self.nonlinearity)
@@ -163,8 +163,9 @@ class LSTMCell(_CellBase):
 
     gates = 4
 
-    def forward(self, x: Tensor, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
-        x, unbatched = self._input(x)
+    def forward(self, input: Tensor,  # noqa: A002 (torch's name)
+                hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
+        x, unbatched = self._input(input)
         h, c = (None, None) if hx is None else hx
         h, c = self._state(h, x, unbatched), self._state(c, x, unbatched)
         h, c = lstm_step(F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh)
@@ -177,8 +178,8 @@ class GRUCell(_CellBase):
 
     gates = 3
 
-    def forward(self, x: Tensor, hx: Tensor | None = None) -> Tensor:
-        x, unbatched = self._input(x)
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:  # noqa: A002 (torch's name)
+        x, unbatched = self._input(input)
         h = self._state(hx, x, unbatched)
         out = gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh)
         return out.squeeze(0) if unbatched else out
@@ -202,12 +203,13 @@ def lengths_mask(lengths, batch: int, steps: int, xp=np):
     return xp.asarray(np.arange(steps)[None, :] < arr[:, None])  # (B, T)
 
 
+@takes_device
 class _RNNBase(Module):
     """Shared by RNN, LSTM and GRU: parameters per layer and direction, the layer loop."""
 
     def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
-                 batch_first: bool = True, dropout: float = 0.0, bidirectional: bool = False,
-                 dtype=None, fused: bool = True, proj_size: int = 0):
+                 batch_first: bool = True, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
+                 dtype=None, fused: bool = True):  # torch's order, then seqlab's `fused`
         super().__init__()
         if not batch_first:
             raise ValueError("seqlab's recurrent layers are always batch-first (x is (B, T, input_size)); "
@@ -408,11 +410,12 @@ class RNN(_RNNBase):
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
         super().__init__("rnn_" + nonlinearity, input_size, hidden_size, num_layers, bias, batch_first,
-                         dropout, bidirectional, dtype, fused)
+                         dropout, bidirectional, dtype=dtype, fused=fused)
         self.nonlinearity = nonlinearity
 
-    def forward(self, x: Tensor, hx: Tensor | None = None, lengths=None) -> tuple[Tensor, Tensor]:
-        out, h_n, _ = self._run(x, hx, None, lengths)
+    def forward(self, input: Tensor, hx: Tensor | None = None,  # noqa: A002 (torch's name)
+                lengths=None) -> tuple[Tensor, Tensor]:
+        out, h_n, _ = self._run(input, hx, None, lengths)
         return out, h_n
 
 
@@ -435,14 +438,14 @@ class LSTM(_RNNBase):
                  batch_first: bool = True, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
                  dtype=None, fused: bool = True):
         super().__init__("lstm", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
-                         dtype, fused, proj_size)
+                         proj_size, dtype, fused)
 
-    def forward(self, x: Tensor, hx: tuple[Tensor, Tensor] | None = None,
+    def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None,  # noqa: A002 (torch's name)
                 lengths=None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         if hx is not None and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
             raise TypeError("LSTM hx must be a tuple (h0, c0)")
         h0, c0 = (None, None) if hx is None else hx
-        out, h_n, c_n = self._run(x, h0, c0, lengths)
+        out, h_n, c_n = self._run(input, h0, c0, lengths)
         return out, (h_n, c_n)
 
 
@@ -459,8 +462,9 @@ class GRU(_RNNBase):
                  fused: bool = True, proj_size: int = 0):
         _no_projection(proj_size)
         super().__init__("gru", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
-                         dtype, fused)
+                         dtype=dtype, fused=fused)
 
-    def forward(self, x: Tensor, hx: Tensor | None = None, lengths=None) -> tuple[Tensor, Tensor]:
-        out, h_n, _ = self._run(x, hx, None, lengths)
+    def forward(self, input: Tensor, hx: Tensor | None = None,  # noqa: A002 (torch's name)
+                lengths=None) -> tuple[Tensor, Tensor]:
+        out, h_n, _ = self._run(input, hx, None, lengths)
         return out, h_n
