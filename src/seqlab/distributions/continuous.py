@@ -26,8 +26,9 @@ def _uniform(shape, like: Tensor) -> Tensor:
     return from_numpy(np.minimum(u, np.nextafter(like.dtype.type(1), like.dtype.type(0))), like)
 
 
-class Normal(Distribution):
-    """N(loc, scale²). rsample = loc + scale·ε, ε ~ N(0, 1)."""
+class _LocationScale(Distribution):
+    """What Normal and Laplace share: a real location `loc` (the mean and the mode) and a positive `scale`,
+    broadcast together; reparameterised draws."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
@@ -45,6 +46,10 @@ class Normal(Distribution):
     @property
     def mode(self) -> Tensor:
         return self.loc
+
+
+class Normal(_LocationScale):
+    """N(loc, scale²). rsample = loc + scale·ε, ε ~ N(0, 1)."""
 
     @property
     def stddev(self) -> Tensor:
@@ -244,25 +249,8 @@ class Exponential(Distribution):
         return 1.0 - self.rate.log()
 
 
-class Laplace(Distribution):
+class Laplace(_LocationScale):
     """Density e^(−|x − loc|/scale) / (2·scale). rsample inverts the CDF at u ~ U(−1, 1)."""
-
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-    _expand_params = {"loc": 0, "scale": 0}
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.shape, (), validate_args)
-
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
 
     @property
     def stddev(self) -> Tensor:
