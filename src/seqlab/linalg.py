@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections import namedtuple
 
 import numpy as np
 
 from seqlab import backend
+from seqlab.autograd.tensor_common import return_type
 from seqlab.autograd.ops import decomp as D
 from seqlab.autograd.ops import linalg as L
 from seqlab.autograd.ops.linalg import ArgumentError, DtypeError, LinAlgError
@@ -34,11 +34,7 @@ __all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "inv", "inv_ex",
            "solve_ex", "cholesky", "cholesky_ex", "qr", "svd", "svdvals", "eigh", "eigvalsh", "pinv",
            "matrix_power", "matrix_rank", "cross", "diagonal", "multi_dot", "vecdot", "matmul", "lstsq", "matrix_exp"]
 
-
-def _result(name: str, fields: str):
-    cls = namedtuple(name, fields)
-    cls.__module__ = "seqlab.return_types"
-    return cls
+_result = return_type  # torch.return_types' named tuples
 
 
 InvExResult = _result("linalg_inv_ex", "inverse info")

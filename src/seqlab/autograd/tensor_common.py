@@ -6,6 +6,8 @@ mixins, which import this one): `_tensor_class` fetches the Tensor class when fi
 """
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 
 from seqlab import backend
@@ -86,3 +88,11 @@ def _broadcast(name: str, *shapes) -> tuple:
         return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
     except ValueError:
         raise ValueError(f"{name}(): shapes {', '.join(str(tuple(s)) for s in shapes)} do not broadcast") from None
+
+
+def return_type(name: str, fields: str):
+    """A named tuple of results as torch's `torch.return_types.<name>` (e.g. svd's U, S, V), in
+    `seqlab.return_types`."""
+    cls = namedtuple(name, fields)
+    cls.__module__ = "seqlab.return_types"
+    return cls

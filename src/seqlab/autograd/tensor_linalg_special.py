@@ -9,17 +9,13 @@ signatures: svd(some=True, compute_uv=True) returns V (not Vh), qr(some=True), c
 """
 from __future__ import annotations
 
-from collections import namedtuple
 from typing import Any
 
-from seqlab.autograd.tensor_common import _tensor_class
+from seqlab.autograd.tensor_common import _tensor_class, return_type
 
-SlogdetResult = namedtuple("slogdet", "sign logabsdet")
-SVDResult = namedtuple("svd", "U S V")
-QRResult = namedtuple("qr", "Q R")
-for _cls in (SlogdetResult, SVDResult, QRResult):
-    _cls.__module__ = "seqlab.return_types"
-del _cls
+SlogdetResult = return_type("slogdet", "sign logabsdet")
+SVDResult = return_type("svd", "U S V")
+QRResult = return_type("qr", "Q R")
 
 
 def _linalg():

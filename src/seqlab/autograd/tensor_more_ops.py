@@ -10,8 +10,6 @@ This module must not import `seqlab.autograd.tensor` when it loads (that module 
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
 from seqlab import backend
@@ -20,14 +18,10 @@ from seqlab.autograd.ops import more as O
 from seqlab.autograd.ops import scan as S
 from seqlab.autograd.ops.reduce import normalize_dim
 from seqlab.autograd.ops.scatter import IndexPut
-from seqlab.autograd.tensor_common import _along, _as_tensor, _index_array, _no_grad, _tensor_class
+from seqlab.autograd.tensor_common import _along, _as_tensor, _index_array, _no_grad, _tensor_class, return_type
 from seqlab.autograd.torch_errors import ArgumentError, DtypeError, not_implemented
 
-
-def _result(name: str, fields: str):
-    cls = namedtuple(name, fields)
-    cls.__module__ = "seqlab.return_types"
-    return cls
+_result = return_type  # torch.return_types' named tuples
 
 
 FrexpResult = _result("frexp", "mantissa exponent")
