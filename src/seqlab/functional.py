@@ -406,10 +406,7 @@ def cross_entropy(input: Tensor, target, weight=None, size_average=None,  # noqa
     by the summed weights of the targets (torch's weighted mean). `size_average` / `reduce` (deprecated)
     override `reduction` with torch's warning.
     """
-    from seqlab.functional_losses import legacy_reduction
-
-    _no_reduction_string("cross_entropy", size_average, reduce)
-    reduction = legacy_reduction(size_average, reduce, reduction)
+    reduction = _reduction("cross_entropy", size_average, reduce, reduction)
     logits = _t(input)
     tgt = backend.to_device(_arr(backend.from_torch(target)), logits.device)  # host targets: copied to the model
     if reduction not in ("mean", "sum", "none"):
@@ -494,10 +491,7 @@ def nll_loss(input: Tensor, target, weight=None, size_average=None,  # noqa: A00
     `ignore_index` raises IndexError, as in `cross_entropy`. `size_average` / `reduce` (deprecated)
     override `reduction` with torch's warning.
     """
-    from seqlab.functional_losses import legacy_reduction
-
-    _no_reduction_string("nll_loss", size_average, reduce)
-    reduction = legacy_reduction(size_average, reduce, reduction)
+    reduction = _reduction("nll_loss", size_average, reduce, reduction)
     lp = _t(input)
     tgt = backend.to_device(_arr(target), lp.device)
     if tgt.dtype.kind not in "iu":
@@ -539,11 +533,20 @@ def _no_reduction_string(name: str, size_average, reduce) -> None:
                             f"size_average, reduce, reduction, ...): pass reduction={value!r} by keyword")
 
 
+def _reduction(name: str, size_average, reduce, reduction: str) -> str:
+    """The reduction a loss uses: `reduction`, or what torch's deprecated `size_average` / `reduce` say (with
+    torch's warning, pointing at the loss's caller); a string in either slot is a TypeError (see above)."""
+    from seqlab.functional_losses import legacy_reduction
+
+    _no_reduction_string(name, size_average, reduce)
+    return legacy_reduction(size_average, reduce, reduction, stacklevel=4)
+
+
 def mse_loss(input: Tensor, target, size_average=None, reduce=None, reduction: str = "mean",  # noqa: A002
              weight=None) -> Tensor:
     """(x − y)², as torch's. `size_average` / `reduce` (deprecated) override `reduction` with torch's warning.
     `weight` (the input's shape, as torch requires) scales each term, and 'mean' is then Σ w·(x − y)² / Σ w."""
-    from seqlab.functional_losses import _same_size_weight, check_reduction, legacy_reduction
+    from seqlab.functional_losses import _same_size_weight, check_reduction
 
     x = _t(input)
     shape = tuple(getattr(target, "shape", np.shape(target)))
@@ -551,8 +554,7 @@ def mse_loss(input: Tensor, target, size_average=None, reduce=None, reduction: s
         warnings.warn(f"mse_loss: target shape {shape} differs from the input's {tuple(x.shape)}; the two are "
                       f"broadcast, which is likely not what you want (give them the same shape)", UserWarning,
                       stacklevel=2)
-    _no_reduction_string("mse_loss", size_average, reduce)
-    reduction = check_reduction(legacy_reduction(size_average, reduce, reduction))
+    reduction = check_reduction(_reduction("mse_loss", size_average, reduce, reduction))
     d = x - target  # a host target moves to the input's device (Tensor._other)
     loss = d * d
     if weight is None:
@@ -593,13 +595,12 @@ def binary_cross_entropy_with_logits(input: Tensor, target, weight=None, size_av
     so differentiable to any order in input and target; torch refuses a `weight` or `pos_weight` that requires
     grad, here they get their gradient.
     """
-    from seqlab.functional_losses import check_reduction, legacy_reduction
+    from seqlab.functional_losses import check_reduction
 
-    _no_reduction_string("binary_cross_entropy_with_logits", size_average, reduce)
+    reduction = check_reduction(_reduction("binary_cross_entropy_with_logits", size_average, reduce, reduction))
     x = _t(input)
     w = None if weight is None else _bce_factor(weight, "weight", x)
     pw = None if pos_weight is None else _bce_factor(pos_weight, "pos_weight", x)
-    reduction = check_reduction(legacy_reduction(size_average, reduce, reduction))
     y = target if isinstance(target, Tensor) else Tensor(backend.to_device(_arr(target), x.device).astype(x.dtype))
     if tuple(y.shape) != tuple(x.shape):
         raise ValueError(f"target shape {tuple(y.shape)} must equal the input's (logits') shape {tuple(x.shape)}")

@@ -95,11 +95,7 @@ class LogNormal(Distribution):
             self._validate_args = validate_args
 
     def expand(self, batch_shape, _instance=None):
-        new = type(self).__new__(type(self))
-        new.base_dist = self.base_dist.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, (), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(batch_shape, base_dist=self.base_dist.expand(batch_shape))
 
     @property
     def loc(self) -> Tensor:

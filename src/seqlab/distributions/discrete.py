@@ -121,11 +121,7 @@ class OneHotCategorical(Distribution):
             self._validate_args = validate_args
 
     def expand(self, batch_shape, _instance=None):
-        new = type(self).__new__(type(self))
-        new._categorical = self._categorical.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(batch_shape, _categorical=self._categorical.expand(batch_shape))
 
     @property
     def probs(self) -> Tensor:
@@ -314,12 +310,8 @@ class Multinomial(Distribution):
             self._validate_args = validate_args
 
     def expand(self, batch_shape, _instance=None):
-        new = type(self).__new__(type(self))
-        new.total_count = self.total_count
-        new._categorical = self._categorical.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(batch_shape, total_count=self.total_count,
+                              _categorical=self._categorical.expand(batch_shape))
 
     @property
     def support(self):

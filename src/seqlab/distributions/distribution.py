@@ -163,6 +163,15 @@ class Distribution:
         new._validate_args = self._validate_args
         return new
 
+    def _expanded(self, batch_shape, **fields) -> "Distribution":
+        """A new instance of this class over `batch_shape` (same event shape and validation) holding `fields`:
+        the `expand` of a distribution built on another (LogNormal on Normal, Multinomial on Categorical)."""
+        new = type(self).__new__(type(self))
+        new.__dict__.update(fields)
+        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     # what subclasses provide -------------------------------------------------------------------------------
     @property
     def support(self):

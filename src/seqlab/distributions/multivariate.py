@@ -11,7 +11,6 @@ from seqlab.distributions import constraints
 from seqlab.distributions.discrete import Categorical
 from seqlab.distributions.distribution import (Distribution, _shape_str, from_numpy, generator, lazy_property,
                                                sum_rightmost)
-from seqlab.typeinfo import Size
 
 
 def batch_mahalanobis(L: Tensor, x: Tensor) -> Tensor:
@@ -121,14 +120,8 @@ class Independent(Distribution):
                          validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = type(self).__new__(type(self))
-        batch_shape = Size(batch_shape)
-        new.base_dist = self.base_dist.expand(tuple(batch_shape) + tuple(self.event_shape[
-            :self.reinterpreted_batch_ndims]))
-        new.reinterpreted_batch_ndims = self.reinterpreted_batch_ndims
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        base = self.base_dist.expand(tuple(batch_shape) + tuple(self.event_shape[:self.reinterpreted_batch_ndims]))
+        return self._expanded(batch_shape, base_dist=base, reinterpreted_batch_ndims=self.reinterpreted_batch_ndims)
 
     @property
     def has_rsample(self) -> bool:

@@ -6,13 +6,11 @@ Dropout1d and Dropout2d live in misc_layers.py; this file adds the 3-D member wi
 """
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from seqlab import functional as F
 from seqlab.autograd.tensor import Tensor
-from seqlab.nn.misc_layers import _check_p, _DropoutNd, _feature_dropout
+from seqlab.nn.misc_layers import _check_p, _DropoutNd, _feature_dropout, warn_feature_rank
 
 __all__ = ["dropout3d", "Dropout3d"]
 
@@ -26,12 +24,7 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
     other than 4 or 5 gets torch's deprecation warning. `inplace` is accepted and ignored: use the result."""
     _check_p(p)
     x = F._t(input)
-    if x.ndim not in (4, 5):
-        warnings.warn(f"dropout3d: Received a {x.ndim}-D input to dropout3d, which is deprecated and will result in "
-                      "an error in a future release. To retain the behavior and silence this warning, please use "
-                      "dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs with 3 "
-                      "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D "
-                      "inputs).", UserWarning, stacklevel=2)
+    warn_feature_rank("dropout3d", x.ndim, 3)
     if x.ndim == 5:
         return _feature_dropout(x, p, training, generator, alpha=False)
     return _feature_dropout(x.unsqueeze(0), p, training, generator, alpha=False).squeeze(0)  # a batch of one

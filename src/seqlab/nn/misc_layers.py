@@ -89,6 +89,17 @@ def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
     return _feature_dropout(x, p, training, generator, alpha=False)
 
 
+def warn_feature_rank(name: str, ndim: int, spatial: int) -> None:
+    """torch's deprecation warning for channel-wise dropout over `spatial` dims on an input of another rank
+    than spatial + 1 (unbatched) or spatial + 2; it points at the caller of `name`."""
+    if ndim not in (spatial + 1, spatial + 2):
+        warnings.warn(f"{name}: Received a {ndim}-D input to {name}, which is deprecated and will result in an "
+                      "error in a future release. To retain the behavior and silence this warning, please use "
+                      f"dropout instead. Note that {name} exists to provide channel-wise dropout on inputs with "
+                      f"{spatial} spatial dimensions, a channel dimension, and an optional batch dimension (i.e. "
+                      f"{spatial + 1}D or {spatial + 2}D inputs).", UserWarning, stacklevel=3)
+
+
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False,  # noqa: A002
               *, generator: np.random.Generator | None = None) -> Tensor:
     """Zero whole channels of an (N, C, H, W) input with probability p, scale the rest by 1/(1 − p).
@@ -97,12 +108,7 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
     ranks are dropped channel-wise along dim 1 with its deprecation warning."""
     _check_p(p)
     x = F._t(input)
-    if x.ndim not in (3, 4):
-        warnings.warn(f"dropout2d: Received a {x.ndim}-D input to dropout2d, which is deprecated and will result in "
-                      "an error in a future release. To retain the behavior and silence this warning, please use "
-                      "dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 "
-                      "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
-                      "inputs).", UserWarning, stacklevel=2)
+    warn_feature_rank("dropout2d", x.ndim, 2)
     if x.ndim == 3:
         warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
                       "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
