@@ -841,3 +841,93 @@ def bias_act_dropout_backward_parallel(g, z, b, out, act, key, threshold, scale,
     for c in prange(nb):
         _bias_act_grad_block(g, z, b, out, act, key, threshold, scale, gz, pb[c], c * ROWS, min(n, (c + 1) * ROWS))
     _sum_blocks(pb, gb)
+
+
+# ---- memory-efficient attention: one (query block × key block) tile -------------------------------------
+# The tiles of `seqlab.nn.efficient_attention.ChunkedAttention`: s (R, bq, bk) holds one block of raw scores
+# q·kⱼᵀ (R: the batch and head dims merged); rows i0.., keys j0... A causal / sliding-window mask is a range
+# of visible keys per row (`_visible`), so no mask array is made or read. Each row is one pass in cache where
+# NumPy makes about eight over the whole tile (scale, mask, max, subtract, exp, sum, rescale).
+
+@_jit
+def _visible(qi, j0, bk, causal, window):  # pragma: no cover - compiled
+    """The visible keys [a, b) of query qi within the tile's keys j0..j0+bk−1, in tile columns (a ≥ b: none).
+    causal hides keys after qi; window ≥ 0 hides keys more than `window` before qi (and after, when not causal)."""
+    a, b = 0, bk
+    if causal:
+        b = min(b, qi + 1 - j0)
+    if window >= 0:
+        a = max(a, qi - window - j0)
+        if not causal:
+            b = min(b, qi + window + 1 - j0)
+    a = min(a, bk)  # a row whose window ends before the tile: none visible
+    return a, max(a, b)
+
+
+@_jit_sums
+def flash_forward_tile(s, m, ell, acc, scale, i0, j0, causal, window):  # pragma: no cover - compiled
+    """One key block of the online softmax, in place. s (R, bq, bk) raw scores → p = e^{s·scale − m'} (0 where
+    hidden); m, ell (R, bq) the running max and Σ e^{s − m}, acc (R, bq, Dv) the running Σ p v, both rescaled
+    by e^{m − m'} here (the caller then adds p @ vⱼ to acc). A row hidden so far keeps m = −inf, ℓ = 0.
+    The visible keys are taken as a slice (`seen`) indexed from 0: a loop from a bound of unknown sign
+    would test each index for wrapping around and not be vectorised (10x slower)."""
+    rows, bq, bk = s.shape
+    dv = acc.shape[2]
+    for r in range(rows):
+        for i in range(bq):
+            row = s[r, i]
+            a, b = _visible(i0 + i, j0, bk, causal, window)
+            seen = row[a:b]
+            k = seen.shape[0]
+            for j in range(k):
+                seen[j] = seen[j] * scale
+            mx = m[r, i]
+            m_new = mx
+            if k > 0:
+                bmax = _row_max(seen, k)
+                if bmax > m_new or bmax != bmax:  # a NaN score: NaN out, as NumPy's maximum
+                    m_new = bmax
+            m_safe = m_new if m_new != -np.inf else _f(0.0)
+            total = _f(0.0)
+            for j in range(k):
+                e = _exp_at_most_0(seen[j] - m_safe)
+                seen[j] = e
+                total += e
+            row[:a] = _f(0.0)
+            row[b:] = _f(0.0)
+            corr = _exp_at_most_0(mx - m_safe)  # e^{m − m'}: 0 while the row was hidden (m = −inf)
+            ell[r, i] = ell[r, i] * corr + total
+            if corr != _ONE:
+                out = acc[r, i]
+                for d in range(dv):
+                    out[d] *= corr
+            m[r, i] = m_new
+
+
+@_jit_sums
+def flash_weights_tile(s, lse, scale, i0, j0, causal, window):  # pragma: no cover - compiled
+    """Backward's weights again, in place: s (R, bq, bk) raw scores → P = e^{s·scale − lse} (0 where hidden);
+    lse (R, bq) the forward's log Σ e^s per row (+inf for a row with every key hidden: P = 0)."""
+    rows, bq, bk = s.shape
+    for r in range(rows):
+        for i in range(bq):
+            row = s[r, i]
+            a, b = _visible(i0 + i, j0, bk, causal, window)
+            seen = row[a:b]
+            top = lse[r, i]
+            for j in range(seen.shape[0]):
+                seen[j] = _exp_at_most_0(seen[j] * scale - top)
+            row[:a] = _f(0.0)
+            row[b:] = _f(0.0)
+
+
+@_jit_sums
+def flash_ds_tile(ds, p, d, scale):  # pragma: no cover - compiled
+    """dS = (dP − D) ⊙ P · scale in place in ds (R, bq, bk) = dP; p the tile's weights, d (R, bq) = Σ dO ⊙ O."""
+    rows, bq, bk = ds.shape
+    for r in range(rows):
+        for i in range(bq):
+            di = d[r, i]
+            drow, prow = ds[r, i], p[r, i]
+            for j in range(bk):
+                drow[j] = (drow[j] - di) * prow[j] * scale

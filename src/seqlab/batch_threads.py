@@ -20,6 +20,10 @@ through it): a threaded product left before or after the split keeps OpenBLAS's 
 ~0.1 s on the core a chunk needs, which made the split slower than none (GPT's blocks alone, with its
 vocabulary product after them, 1.02-1.3× the unsplit time; GPT is not split). BertForMaskedLM is not split
 either: its vocabulary product would be left after the split, or its logits held twice while joined.
+
+`run_on_threads` lends the same workers to array code whose pieces write disjoint outputs: memory-efficient
+attention (`seqlab.nn.efficient_attention`) shares its query blocks out between them, in training too (its
+pieces are arrays, not graph ops). The same switch, lock and single-thread counts apply.
 """
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ from seqlab import backend
 from seqlab.autograd.function import is_grad_enabled, no_grad
 from seqlab.autograd.tensor import Tensor
 
-__all__ = ["MIN_CHUNK_MACS", "chunks", "enabled", "map_rows", "set_enabled", "settled", "unsplit"]
+__all__ = ["MIN_CHUNK_MACS", "chunks", "enabled", "map_rows", "run_on_threads", "set_enabled", "settled", "unsplit"]
 
 # a chunk's multiply-adds per layer below which it runs unsplit: about 300 tokens of MiniLM (384 hidden, 1,536
 # feed-forward), 75 of BERT-base. Measured on the 2-core EPYC (benchmarks/batch_threads.py, docs/results.md):
@@ -149,6 +153,33 @@ def map_rows(fn: Callable, args: tuple, n: int) -> Any:
     return fn(*args)  # raises the batch's error (or, had it been a chunk's alone, such as MemoryError, runs)
 
 
+def run_on_threads(work: Callable[[int], None], n: int) -> bool:
+    """``work(0)``, ..., ``work(n - 1)`` at once, each on its own worker thread (`map_rows`' workers) with the
+    BLAS and seqlab's kernels on one thread; returns when all have, raising what a piece raised. Returns False,
+    having run nothing, when `n` < 2, when splitting is off (`set_enabled`, `unsplit`) or while another split
+    runs: the caller then does the work itself. For array code whose pieces write disjoint outputs (the query
+    blocks of `seqlab.nn.efficient_attention`)."""
+    if n < 2 or not _enabled or getattr(_local, "off", 0) or not _lock.acquire(blocking=False):
+        return False
+    errors: list = [None] * n
+
+    def guarded(i: int) -> None:
+        try:
+            work(i)
+        except BaseException as exc:  # raised again in the caller's thread
+            errors[i] = exc
+
+    try:
+        with _single_threaded():
+            _workers_for(n).run(guarded, n)
+    finally:
+        _lock.release()
+    failed = next((exc for exc in errors if exc is not None), None)
+    if failed is not None:
+        raise failed
+    return True
+
+
 class _Workers:
     """This process's worker threads: chunk i always goes to thread i (a shared pool may hand two chunks to one
     thread, one after the other). They live on between calls, each keeping its malloc arena and BLAS buffers.
@@ -166,6 +197,7 @@ class _Workers:
             if job is None:  # replaced by more threads
                 return
             job()  # never raises: map_rows' work keeps what was raised
+            del job  # not held while this thread waits for the next: its closure may hold large arrays
             done.put(None)
 
     def run(self, work: Callable[[int], None], n: int) -> None:

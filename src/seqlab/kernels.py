@@ -59,7 +59,7 @@ from seqlab.errors import ConfigError
 
 __all__ = ["ACTIVATIONS", "adam", "add", "add_rows", "bias_act_dropout", "bias_act_dropout_backward",
            "bias_act_dropout_takes",
-           "describe", "dropout", "embedding_backward", "gelu_backward", "gelu_forward", "keep_mask",
+           "describe", "dropout", "embedding_backward", "flash_tiles", "gelu_backward", "gelu_forward", "keep_mask",
            "keyed_dropout", "layer_norm_backward", "layer_norm_forward", "library", "min_parallel", "set_threads",
            "softmax_backward", "softmax_rows", "threads", "use"]
 
@@ -416,6 +416,13 @@ def _row_map(rows_shape: tuple, bias_lead: tuple) -> np.ndarray:
     rows = np.broadcast_to(np.arange(n, dtype=np.int64).reshape(bias_lead), rows_shape).reshape(-1)
     rows.flags.writeable = False
     return rows
+
+
+def flash_tiles(*arrays):
+    """The compiled tiles of memory-efficient attention (`flash_forward_tile`, `flash_weights_tile`,
+    `flash_ds_tile` in seqlab._numba_kernels, used by `seqlab.nn.efficient_attention`) when the kernels are on
+    and every array is a NumPy float32 array in C order; else None."""
+    return _kernels(*arrays)
 
 
 def softmax_backward(g, w, out=None, scale: float = 1.0):

@@ -17,7 +17,11 @@ its resident set; after one forward +
 backward the peak is VmHWM minus that baseline: every page the computation
 touched beyond its inputs, whichever allocator it came from. For seqlab the
 peak of Python's tracemalloc (which sees NumPy's allocations) is reported too.
-Times are medians of the runs after that one.
+Times are medians of the runs after that one. As in `seqlab.bench.memory`, the
+processes run glibc's malloc on one arena (`ONE_ARENA`): memory a worker thread
+freed in an arena of its own would stay resident through malloc_trim, and the
+measured run would reuse it unseen (seqlab's efficient attention shares its
+query blocks out between threads; torch's kernels run on OpenMP threads).
 """
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ import json
 import statistics
 import time
 
-from seqlab.bench.memory import peak_above_kb, reset_peak, run_json, settled_rss_kb
+from seqlab.bench.memory import ONE_ARENA, peak_above_kb, reset_peak, run_json, settled_rss_kb
 
 NAME = "attention-long"
 DESCRIPTION = "attention forward + backward at T = 4,096 and 16,384 (B 1, H 1, head dim 64): peak memory and time"
@@ -116,7 +120,7 @@ def measure_in_subprocess(impl: str, T: int, heads: int = 1, dim: int = 64, repe
     args = ["--impl", impl, "--T", str(T), "--heads", str(heads), "--dim", str(dim), "--repeats", str(repeats)]
     if threads is not None:
         args += ["--threads", str(threads)]
-    r = run_json("seqlab.bench.attention_long", args, timeout)
+    r = run_json("seqlab.bench.attention_long", args, timeout, env=ONE_ARENA)
     return {"impl": impl, "T": T, **r} if "error" in r else r
 
 

@@ -26,9 +26,11 @@ forward from autograd ops would keep every block's weights alive for backward.
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
+from seqlab import batch_threads, kernels
 from seqlab.autograd.function import Function
 from seqlab.autograd.higher_order import constant, graph_input
 from seqlab.autograd.ops.fused import attention_grads_graph
@@ -45,6 +47,11 @@ def _tile(m, i0: int, i1: int, j0: int, j1: int):
     return m[..., rows, cols]
 
 
+# below this many multiply-adds of q·kᵀ (batch and heads included) the query blocks run on the calling thread
+# alone: a split costs each worker its own buffers and the hand-over (~1 ms of work at 2^26)
+MIN_SPLIT_MACS = 1 << 26
+
+
 class ChunkedAttention(Function):
     """out = softmax(q kᵀ · scale + bias, blocked → −inf) v, block by block (see the module docstring).
 
@@ -53,6 +60,15 @@ class ChunkedAttention(Function):
     (..., L, S) and get no gradient. `causal` hides keys j > i; `window` hides
     keys with i − j > window (and, when not causal, j − i > window).
     Rows with every key hidden give 0 (as `F.attention`).
+
+    float32 NumPy arrays without a bias or block mask (a causal or window
+    mask is fine) take the compiled tiles (`seqlab.kernels.flash_tiles`):
+    each score row is scaled, masked, exponentiated and summed in one pass
+    in cache, and on more than one thread (`seqlab.set_num_threads`) the
+    query blocks are shared out between worker threads, each with the BLAS
+    on one thread (`seqlab.batch_threads.run_on_threads`); backward gives
+    each worker its own dk and dv, summed at the end. The values are the
+    NumPy formula's up to float32 rounding.
     """
 
     def forward(self, q, k, v, bias=None, block=None, scale=1.0, causal=False, window=None,
@@ -62,6 +78,11 @@ class ChunkedAttention(Function):
         self.bias, self.block, self.q_chunk, self.k_chunk = bias, block, q_chunk, k_chunk
         L, S = q.shape[-2], k.shape[-2]
         lead = q.shape[:-2]
+        self.tiles = self._compiled_tiles(q, k, v)
+        if self.tiles is not None:
+            out, lse = self._forward_tiles(*self.tiles)
+            self.saved = (q, k, v, out.reshape(lead + out.shape[-2:]), lse.reshape(lead + (L, 1)))
+            return self.saved[3]
         out = xp.empty(lead + (L, v.shape[-1]), dtype=q.dtype)  # (..., L, Dv)
         lse = xp.empty(lead + (L, 1), dtype=q.dtype)  # (..., L, 1) log Σ e^s per row
         ninf = q.dtype.type(-np.inf)
@@ -92,18 +113,154 @@ class ChunkedAttention(Function):
         self.saved = (q, k, v, out, lse)
         return out
 
+    def _compiled_tiles(self, q, k, v):
+        """(kernel module, q, k, v as (R, L, D) C-ordered arrays) for the compiled tiles, or None (see the class)."""
+        if self.xp is not np or self.bias is not None or self.block is not None or q.dtype != np.float32:
+            return None
+        rows = int(np.prod(q.shape[:-2], dtype=np.int64))
+        q3, k3, v3 = (np.ascontiguousarray(a.reshape((rows,) + a.shape[-2:])) for a in (q, k, v))
+        module = kernels.flash_tiles(q3, k3, v3)
+        return None if module is None else (module, q3, k3, v3)
+
+    def _workers(self, q3, k3) -> tuple[int, int]:
+        """(n, qc): on how many threads to share out the query blocks, and their rows. n: the threads set
+        (`seqlab.set_num_threads`), at most one per `q_chunk` rows, and 1 below `MIN_SPLIT_MACS`. Split, the
+        blocks have q_chunk / n rows, so that the n workers' score tiles together take one thread's memory."""
+        from seqlab.runtime import get_num_threads
+
+        rows, L, D = q3.shape
+        n = min(get_num_threads(), -(-L // self.q_chunk))
+        if n < 2 or rows * L * k3.shape[1] * D < MIN_SPLIT_MACS:
+            return 1, self.q_chunk
+        return n, -(-self.q_chunk // n)
+
+    @staticmethod
+    def _run(work, n: int) -> None:
+        """work(w, n) for w < n on n worker threads (each with the BLAS on one thread); work(0, 1) here when
+        n is 1 or the workers are taken (another split running)."""
+        if n < 2 or not batch_threads.run_on_threads(lambda w: work(w, n), n):
+            work(0, 1)
+
+    def _forward_tiles(self, tiles, q3, k3, v3):
+        """forward on the compiled tiles: (out (R, L, Dv), lse (R, L)). Worker w of n takes the query blocks
+        starts[w::n] (interleaved, so that a causal mask's longer late blocks are shared too)."""
+        rows, L, _ = q3.shape
+        S, dv = k3.shape[1], v3.shape[2]
+        out = np.empty((rows, L, dv), np.float32)
+        lse = np.empty((rows, L), np.float32)
+        n, qc = self._workers(q3, k3)
+        starts = range(0, L, qc)
+        window = -1 if self.window is None else int(self.window)
+
+        def work(w: int, n: int) -> None:
+            sbuf = np.empty((rows, min(qc, L), min(self.k_chunk, S)), np.float32)
+            for i0 in starts[w::n]:
+                i1 = min(L, i0 + qc)
+                qi = q3[:, i0:i1]
+                m = np.full((rows, i1 - i0), -np.inf, np.float32)
+                ell = np.zeros((rows, i1 - i0), np.float32)
+                acc = np.zeros((rows, i1 - i0, dv), np.float32)
+                for j0, j1 in self._key_blocks(i0, i1, S):
+                    s = sbuf[:, :i1 - i0, :j1 - j0]
+                    np.matmul(qi, k3[:, j0:j1].swapaxes(1, 2), out=s)
+                    tiles.flash_forward_tile(s, m, ell, acc, self.scale, i0, j0, self.causal, window)
+                    acc += s @ v3[:, j0:j1]
+                seen = ell > 0
+                out[:, i0:i1] = acc / np.where(seen, ell, 1)[..., None]
+                # +inf for a fully hidden row, so backward's e^{s − lse} is 0 there
+                lse[:, i0:i1] = np.where(seen, np.where(np.isfinite(m), m, 0) + np.log(np.where(seen, ell, 1)),
+                                         np.float32(np.inf))
+
+        self._run(work, n)
+        return out, lse
+
+    def _backward_tiles(self, grad):
+        """backward on the compiled tiles: (dq, dk, dv) in q's, k's and v's shapes.
+
+        Key blocks outside, query blocks inside: worker w takes the query blocks starts[w::n] (so dq's rows
+        are its own). Worker 0 adds its part of a key block's dk and dv into them directly, each other worker
+        into a buffer of one key block's size; then the workers meet (a barrier), worker 0 adds the others'
+        parts in worker order, and they meet again before the buffers are filled anew. No worker holds a dk or
+        dv of its own: the memory stays one thread's, O(T·D)."""
+        tiles, q3, k3, v3 = self.tiles
+        q, k, v, out, lse = self.saved
+        rows, L, D = q3.shape
+        S, dv_ = k3.shape[1], v3.shape[2]
+        g3 = np.ascontiguousarray(grad.reshape(rows, L, dv_), dtype=np.float32)
+        dsum = np.einsum("rid,rid->ri", g3, out.reshape(rows, L, dv_))  # D = rowsum(dO ⊙ O), (R, L)
+        lse2 = lse.reshape(rows, L)
+        dq, dk, dv = np.zeros_like(q3), np.zeros_like(k3), np.zeros_like(v3)
+        n, qc = self._workers(q3, k3)
+        starts = range(0, L, qc)
+        window = -1 if self.window is None else int(self.window)
+        kc = min(self.k_chunk, S)
+        parts = [None] + [(np.empty((rows, kc, D), np.float32), np.empty((rows, kc, dv_), np.float32))
+                          for _ in range(1, n)]  # workers 1..n−1: their part of one key block's dk and dv
+        barrier = threading.Barrier(n) if n > 1 else None
+
+        def work(w: int, n: int) -> None:
+            shape = (rows, min(qc, L), kc)
+            sbuf, dbuf = np.empty(shape, np.float32), np.empty(shape, np.float32)
+            try:
+                for j0 in range(0, S, self.k_chunk):
+                    j1 = min(S, j0 + self.k_chunk)
+                    kj, vj = k3[:, j0:j1], v3[:, j0:j1]
+                    if w == 0:
+                        tk, tv = dk[:, j0:j1], dv[:, j0:j1]
+                    else:
+                        tk, tv = parts[w][0][:, :j1 - j0], parts[w][1][:, :j1 - j0]
+                        tk[...] = 0
+                        tv[...] = 0
+                    for i0 in starts[w::n]:
+                        i1 = min(L, i0 + qc)
+                        if not self._tile_visible(i0, i1, j0, j1):
+                            continue
+                        qi, gi = q3[:, i0:i1], g3[:, i0:i1]
+                        p = sbuf[:, :i1 - i0, :j1 - j0]
+                        np.matmul(qi, kj.swapaxes(1, 2), out=p)
+                        tiles.flash_weights_tile(p, lse2[:, i0:i1], self.scale, i0, j0, self.causal, window)  # P
+                        tv += p.swapaxes(1, 2) @ gi
+                        ds = dbuf[:, :i1 - i0, :j1 - j0]
+                        np.matmul(gi, vj.swapaxes(1, 2), out=ds)  # dP
+                        tiles.flash_ds_tile(ds, p, dsum[:, i0:i1], self.scale)  # dS · scale
+                        dq[:, i0:i1] += ds @ kj
+                        tk += ds.swapaxes(1, 2) @ qi
+                    if n > 1:
+                        barrier.wait()  # every worker's part of this key block is in
+                        if w == 0:
+                            for more_k, more_v in parts[1:]:
+                                tk += more_k[:, :j1 - j0]
+                                tv += more_v[:, :j1 - j0]
+                        barrier.wait()  # the parts are summed: the buffers may be filled again
+            except threading.BrokenBarrierError:
+                return  # another worker failed: its error is the one raised
+            except BaseException:
+                if barrier is not None:
+                    barrier.abort()  # the others stop waiting for this worker
+                raise
+
+        self._run(work, n)
+        return dq.reshape(q.shape), dk.reshape(k.shape), dv.reshape(v.shape)
+
     def _key_blocks(self, i0: int, i1: int, S: int):
         """Key blocks (j0, j1) that the causal / window mask does not hide entirely for queries i0..i1−1."""
         for j0 in range(0, S, self.k_chunk):
             j1 = min(S, j0 + self.k_chunk)
             if self.causal and j0 > i1 - 1:
                 break  # every later block is in the future
-            if self.window is not None:
-                if j1 - 1 < i0 - self.window:
-                    continue  # too far in the past for every query of the block
-                if not self.causal and j0 > i1 - 1 + self.window:
-                    break
-            yield j0, j1
+            if self._tile_visible(i0, i1, j0, j1):
+                yield j0, j1
+
+    def _tile_visible(self, i0: int, i1: int, j0: int, j1: int) -> bool:
+        """Whether any of queries i0..i1−1 sees any of keys j0..j1−1 through the causal / window mask."""
+        if self.causal and j0 > i1 - 1:
+            return False  # in the future of every query of the block
+        if self.window is not None:
+            if j1 - 1 < i0 - self.window:
+                return False  # too far in the past for every query of the block
+            if not self.causal and j0 > i1 - 1 + self.window:
+                return False
+        return True
 
     def _block_buffer(self, lead: tuple, L: int, S: int, dtype):
         """Room for one (..., q_chunk, k_chunk) block; edge blocks use its top-left corner."""
@@ -147,6 +304,8 @@ class ChunkedAttention(Function):
         return s
 
     def backward(self, grad):
+        if self.tiles is not None:
+            return self._backward_tiles(grad) + (None, None)
         q, k, v, out, lse = self.saved
         xp = self.xp
         L, S = q.shape[-2], k.shape[-2]
