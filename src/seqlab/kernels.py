@@ -421,8 +421,12 @@ def _row_map(rows_shape: tuple, bias_lead: tuple) -> np.ndarray:
 def flash_tiles(*arrays):
     """The compiled tiles of memory-efficient attention (`flash_forward_tile`, `flash_weights_tile`,
     `flash_ds_tile` in seqlab._numba_kernels, used by `seqlab.nn.efficient_attention`) when the kernels are on
-    and every array is a NumPy float32 array in C order; else None."""
-    return _kernels(*arrays)
+    and every array is a non-empty NumPy float32 array, in any layout (the tiles run on buffers of their
+    own); else None."""
+    k = _module()
+    if k is None or any(type(a) is not np.ndarray or a.dtype != _FLOAT32 or a.size == 0 for a in arrays):
+        return None
+    return k
 
 
 def softmax_backward(g, w, out=None, scale: float = 1.0):

@@ -66,9 +66,12 @@ class ChunkedAttention(Function):
     each score row is scaled, masked, exponentiated and summed in one pass
     in cache, and on more than one thread (`seqlab.set_num_threads`) the
     query blocks are shared out between worker threads, each with the BLAS
-    on one thread (`seqlab.batch_threads.run_on_threads`); backward gives
-    each worker its own dk and dv, summed at the end. The values are the
-    NumPy formula's up to float32 rounding.
+    on one thread (`seqlab.batch_threads.run_on_threads`); in backward
+    its workers' parts of dk and dv are summed key block by key block, so
+    the memory stays one thread's. q, k and v are read as they are (heads
+    split by a transpose too): only the score tiles, buffers of the op's
+    own, need one layout. The values are the NumPy formula's up to float32
+    rounding.
     """
 
     def forward(self, q, k, v, bias=None, block=None, scale=1.0, causal=False, window=None,
@@ -80,9 +83,9 @@ class ChunkedAttention(Function):
         lead = q.shape[:-2]
         self.tiles = self._compiled_tiles(q, k, v)
         if self.tiles is not None:
-            out, lse = self._forward_tiles(*self.tiles)
-            self.saved = (q, k, v, out.reshape(lead + out.shape[-2:]), lse.reshape(lead + (L, 1)))
-            return self.saved[3]
+            out, lse = self._forward_tiles(self.tiles, q, k, v)
+            self.saved = (q, k, v, out, lse.reshape(lead + (L, 1)))
+            return out
         out = xp.empty(lead + (L, v.shape[-1]), dtype=q.dtype)  # (..., L, Dv)
         lse = xp.empty(lead + (L, 1), dtype=q.dtype)  # (..., L, 1) log Σ e^s per row
         ninf = q.dtype.type(-np.inf)
@@ -114,23 +117,22 @@ class ChunkedAttention(Function):
         return out
 
     def _compiled_tiles(self, q, k, v):
-        """(kernel module, q, k, v as (R, L, D) C-ordered arrays) for the compiled tiles, or None (see the class)."""
-        if self.xp is not np or self.bias is not None or self.block is not None or q.dtype != np.float32:
+        """The kernel module for the compiled tiles, or None (see the class). q, k and v are used as they are,
+        strided views too (heads split by a transpose): only the score tiles, the kernels' own buffers, need
+        one layout, so nothing of size T is copied."""
+        if self.xp is not np or self.bias is not None or self.block is not None:
             return None
-        rows = int(np.prod(q.shape[:-2], dtype=np.int64))
-        q3, k3, v3 = (np.ascontiguousarray(a.reshape((rows,) + a.shape[-2:])) for a in (q, k, v))
-        module = kernels.flash_tiles(q3, k3, v3)
-        return None if module is None else (module, q3, k3, v3)
+        return kernels.flash_tiles(q, k, v)
 
-    def _workers(self, q3, k3) -> tuple[int, int]:
+    def _workers(self, rows: int, L: int, S: int, D: int) -> tuple[int, int]:
         """(n, qc): on how many threads to share out the query blocks, and their rows. n: the threads set
-        (`seqlab.set_num_threads`), at most one per `q_chunk` rows, and 1 below `MIN_SPLIT_MACS`. Split, the
-        blocks have q_chunk / n rows, so that the n workers' score tiles together take one thread's memory."""
+        (`seqlab.set_num_threads`), at most one per `q_chunk` rows, and 1 below `MIN_SPLIT_MACS` multiply-adds
+        of q·kᵀ. Split, the blocks have q_chunk / n rows, so that the n workers' score tiles together take
+        one thread's memory."""
         from seqlab.runtime import get_num_threads
 
-        rows, L, D = q3.shape
         n = min(get_num_threads(), -(-L // self.q_chunk))
-        if n < 2 or rows * L * k3.shape[1] * D < MIN_SPLIT_MACS:
+        if n < 2 or rows * L * S * D < MIN_SPLIT_MACS:
             return 1, self.q_chunk
         return n, -(-self.q_chunk // n)
 
@@ -141,14 +143,16 @@ class ChunkedAttention(Function):
         if n < 2 or not batch_threads.run_on_threads(lambda w: work(w, n), n):
             work(0, 1)
 
-    def _forward_tiles(self, tiles, q3, k3, v3):
-        """forward on the compiled tiles: (out (R, L, Dv), lse (R, L)). Worker w of n takes the query blocks
-        starts[w::n] (interleaved, so that a causal mask's longer late blocks are shared too)."""
-        rows, L, _ = q3.shape
-        S, dv = k3.shape[1], v3.shape[2]
-        out = np.empty((rows, L, dv), np.float32)
+    def _forward_tiles(self, tiles, q, k, v):
+        """forward on the compiled tiles: (out (..., L, Dv), lse (R, L)). Worker w of n takes the query blocks
+        starts[w::n] (interleaved, so that a causal mask's longer late blocks are shared too). The kernels
+        see every (..., a, b) array as (R, a, b), R the leading dims merged: arrays made here in that shape
+        and viewed with the leading dims split again, which NumPy always does without a copy."""
+        lead, (L, S, D, dv) = q.shape[:-2], (q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1])
+        rows = int(np.prod(lead, dtype=np.int64))
+        out = np.empty(lead + (L, dv), np.float32)
         lse = np.empty((rows, L), np.float32)
-        n, qc = self._workers(q3, k3)
+        n, qc = self._workers(rows, L, S, D)
         starts = range(0, L, qc)
         window = -1 if self.window is None else int(self.window)
 
@@ -156,17 +160,19 @@ class ChunkedAttention(Function):
             sbuf = np.empty((rows, min(qc, L), min(self.k_chunk, S)), np.float32)
             for i0 in starts[w::n]:
                 i1 = min(L, i0 + qc)
-                qi = q3[:, i0:i1]
+                qi = q[..., i0:i1, :]
                 m = np.full((rows, i1 - i0), -np.inf, np.float32)
                 ell = np.zeros((rows, i1 - i0), np.float32)
                 acc = np.zeros((rows, i1 - i0, dv), np.float32)
+                acc_ = acc.reshape(lead + acc.shape[1:])
                 for j0, j1 in self._key_blocks(i0, i1, S):
                     s = sbuf[:, :i1 - i0, :j1 - j0]
-                    np.matmul(qi, k3[:, j0:j1].swapaxes(1, 2), out=s)
+                    s_ = s.reshape(lead + s.shape[1:])
+                    np.matmul(qi, k[..., j0:j1, :].swapaxes(-1, -2), out=s_)
                     tiles.flash_forward_tile(s, m, ell, acc, self.scale, i0, j0, self.causal, window)
-                    acc += s @ v3[:, j0:j1]
+                    acc_ += s_ @ v[..., j0:j1, :]
                 seen = ell > 0
-                out[:, i0:i1] = acc / np.where(seen, ell, 1)[..., None]
+                out[..., i0:i1, :] = (acc / np.where(seen, ell, 1)[..., None]).reshape(acc_.shape)
                 # +inf for a fully hidden row, so backward's e^{s − lse} is 0 there
                 lse[:, i0:i1] = np.where(seen, np.where(np.isfinite(m), m, 0) + np.log(np.where(seen, ell, 1)),
                                          np.float32(np.inf))
@@ -182,15 +188,15 @@ class ChunkedAttention(Function):
         into a buffer of one key block's size; then the workers meet (a barrier), worker 0 adds the others'
         parts in worker order, and they meet again before the buffers are filled anew. No worker holds a dk or
         dv of its own: the memory stays one thread's, O(T·D)."""
-        tiles, q3, k3, v3 = self.tiles
+        tiles = self.tiles
         q, k, v, out, lse = self.saved
-        rows, L, D = q3.shape
-        S, dv_ = k3.shape[1], v3.shape[2]
-        g3 = np.ascontiguousarray(grad.reshape(rows, L, dv_), dtype=np.float32)
-        dsum = np.einsum("rid,rid->ri", g3, out.reshape(rows, L, dv_))  # D = rowsum(dO ⊙ O), (R, L)
+        lead, (L, S, D, dv_) = q.shape[:-2], (q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1])
+        rows = int(np.prod(lead, dtype=np.int64))
+        g = grad.astype(np.float32, copy=False)
+        dsum = np.einsum("...id,...id->...i", g, out).reshape(rows, L)  # D = rowsum(dO ⊙ O), a new array
         lse2 = lse.reshape(rows, L)
-        dq, dk, dv = np.zeros_like(q3), np.zeros_like(k3), np.zeros_like(v3)
-        n, qc = self._workers(q3, k3)
+        dq, dk, dv = (np.zeros(a.shape, np.float32) for a in (q, k, v))
+        n, qc = self._workers(rows, L, S, D)
         starts = range(0, L, qc)
         window = -1 if self.window is None else int(self.window)
         kc = min(self.k_chunk, S)
@@ -204,33 +210,35 @@ class ChunkedAttention(Function):
             try:
                 for j0 in range(0, S, self.k_chunk):
                     j1 = min(S, j0 + self.k_chunk)
-                    kj, vj = k3[:, j0:j1], v3[:, j0:j1]
+                    kj, vj = k[..., j0:j1, :], v[..., j0:j1, :]
                     if w == 0:
-                        tk, tv = dk[:, j0:j1], dv[:, j0:j1]
+                        tk, tv = dk[..., j0:j1, :], dv[..., j0:j1, :]
                     else:
-                        tk, tv = parts[w][0][:, :j1 - j0], parts[w][1][:, :j1 - j0]
+                        tk, tv = (a[:, :j1 - j0].reshape(lead + (j1 - j0, a.shape[-1])) for a in parts[w])
                         tk[...] = 0
                         tv[...] = 0
                     for i0 in starts[w::n]:
                         i1 = min(L, i0 + qc)
                         if not self._tile_visible(i0, i1, j0, j1):
                             continue
-                        qi, gi = q3[:, i0:i1], g3[:, i0:i1]
-                        p = sbuf[:, :i1 - i0, :j1 - j0]
-                        np.matmul(qi, kj.swapaxes(1, 2), out=p)
+                        qi, gi = q[..., i0:i1, :], g[..., i0:i1, :]
+                        p, ds = sbuf[:, :i1 - i0, :j1 - j0], dbuf[:, :i1 - i0, :j1 - j0]
+                        p_, ds_ = p.reshape(lead + p.shape[1:]), ds.reshape(lead + ds.shape[1:])
+                        np.matmul(qi, kj.swapaxes(-1, -2), out=p_)
                         tiles.flash_weights_tile(p, lse2[:, i0:i1], self.scale, i0, j0, self.causal, window)  # P
-                        tv += p.swapaxes(1, 2) @ gi
-                        ds = dbuf[:, :i1 - i0, :j1 - j0]
-                        np.matmul(gi, vj.swapaxes(1, 2), out=ds)  # dP
+                        tv += p_.swapaxes(-1, -2) @ gi
+                        np.matmul(gi, vj.swapaxes(-1, -2), out=ds_)  # dP
                         tiles.flash_ds_tile(ds, p, dsum[:, i0:i1], self.scale)  # dS · scale
-                        dq[:, i0:i1] += ds @ kj
-                        tk += ds.swapaxes(1, 2) @ qi
+                        dq[..., i0:i1, :] += ds_ @ kj
+                        tk += ds_.swapaxes(-1, -2) @ qi
                     if n > 1:
                         barrier.wait()  # every worker's part of this key block is in
                         if w == 0:
-                            for more_k, more_v in parts[1:]:
-                                tk += more_k[:, :j1 - j0]
-                                tv += more_v[:, :j1 - j0]
+                            for more in parts[1:]:
+                                more_k, more_v = (a[:, :j1 - j0].reshape(lead + (j1 - j0, a.shape[-1]))
+                                                  for a in more)
+                                tk += more_k
+                                tv += more_v
                         barrier.wait()  # the parts are summed: the buffers may be filled again
             except threading.BrokenBarrierError:
                 return  # another worker failed: its error is the one raised
@@ -240,7 +248,7 @@ class ChunkedAttention(Function):
                 raise
 
         self._run(work, n)
-        return dq.reshape(q.shape), dk.reshape(k.shape), dv.reshape(v.shape)
+        return dq, dk, dv
 
     def _key_blocks(self, i0: int, i1: int, S: int):
         """Key blocks (j0, j1) that the causal / window mask does not hide entirely for queries i0..i1−1."""
