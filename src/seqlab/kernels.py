@@ -11,7 +11,8 @@ encoder-train's size take ~1/4 of the NumPy time, the softmax's ~1/2 to
 (SplitMix64 words, `seqlab.random`) are drawn 7-12x faster than NumPy's
 formula and, for plain dropout, made again in backward instead of stored;
 an Adam(W) step is one pass instead of ~14 (~5x); a feed-forward's bias,
-activation and dropout are one pass each way (`bias_act_dropout`); the embedding's gradient
+activation and dropout are one pass each way (`bias_act_dropout`); memory-efficient
+attention's score tiles are one pass per row instead of ~8 (`flash_tiles`); the embedding's gradient
 is its rows added in place by id (~1.5x faster than SciPy's sparse
 product). Everything else, and every other dtype and array library, stays
 NumPy.
