@@ -123,26 +123,18 @@ def map_rows(fn: Callable, args: tuple, n: int) -> Any:
     rows = next((x.shape[0] for x in arrays if x.ndim), 0)
     if n < 2 or rows < 2 or any(backend.xp_of(x) is not np for x in arrays):
         return fn(*args)
-    if not _lock.acquire(blocking=False):
+    n = min(n, rows)
+    cuts = np.linspace(0, rows, n + 1).astype(int)
+    parts = [tuple(_rows(a, rows, lo, hi) for a in args) for lo, hi in zip(cuts[:-1], cuts[1:])]
+    results: list = [None] * n
+
+    def work(i: int) -> None:
+        with no_grad():  # grad mode is per thread: a new thread starts with it on
+            results[i] = fn(*parts[i])
+
+    errors = _on_workers(work, n)
+    if errors is None:  # another split is running
         return fn(*args)
-    try:
-        n = min(n, rows)
-        cuts = np.linspace(0, rows, n + 1).astype(int)
-        parts = [tuple(_rows(a, rows, lo, hi) for a in args) for lo, hi in zip(cuts[:-1], cuts[1:])]
-        results: list = [None] * n
-        errors: list = [None] * n
-
-        def work(i: int) -> None:
-            try:
-                with no_grad():  # grad mode is per thread: a new thread starts with it on
-                    results[i] = fn(*parts[i])
-            except BaseException as exc:  # raised again in the caller's thread
-                errors[i] = exc
-
-        with _single_threaded():
-            _workers_for(n).run(work, n)
-    finally:
-        _lock.release()
     failed = next((exc for exc in errors if exc is not None), None)
     if failed is None:
         return _join(results)
@@ -159,8 +151,22 @@ def run_on_threads(work: Callable[[int], None], n: int) -> bool:
     having run nothing, when `n` < 2, when splitting is off (`set_enabled`, `unsplit`) or while another split
     runs: the caller then does the work itself. For array code whose pieces write disjoint outputs (the query
     blocks of `seqlab.nn.efficient_attention`)."""
-    if n < 2 or not _enabled or getattr(_local, "off", 0) or not _lock.acquire(blocking=False):
+    if n < 2 or not _enabled or getattr(_local, "off", 0):
         return False
+    errors = _on_workers(work, n)
+    if errors is None:
+        return False
+    failed = next((exc for exc in errors if exc is not None), None)
+    if failed is not None:
+        raise failed
+    return True
+
+
+def _on_workers(work: Callable[[int], None], n: int) -> list | None:
+    """work(i) for i < n on the worker threads, one split at a time, with the BLAS and kernels single-threaded;
+    what each piece raised (None where nothing), or None, having run nothing, while another split runs."""
+    if not _lock.acquire(blocking=False):
+        return None
     errors: list = [None] * n
 
     def guarded(i: int) -> None:
@@ -174,10 +180,7 @@ def run_on_threads(work: Callable[[int], None], n: int) -> bool:
             _workers_for(n).run(guarded, n)
     finally:
         _lock.release()
-    failed = next((exc for exc in errors if exc is not None), None)
-    if failed is not None:
-        raise failed
-    return True
+    return errors
 
 
 class _Workers:

@@ -47,6 +47,14 @@ def _tile(m, i0: int, i1: int, j0: int, j1: int):
     return m[..., rows, cols]
 
 
+def _block_totals(xp, m, ell):
+    """The end of a query block's online softmax: (ℓ, 1 for a row with every key hidden; lse = m + log ℓ, +inf
+    for such a row, so that backward's e^{s − lse} is 0 there)."""
+    seen = ell > 0
+    total = xp.where(seen, ell, 1)
+    return total, xp.where(seen, xp.where(xp.isfinite(m), m, 0) + xp.log(total), m.dtype.type(np.inf))
+
+
 # below this many multiply-adds of q·kᵀ (batch and heads included) the query blocks run on the calling thread
 # alone: a split costs each worker its own buffers and the hand-over (~1 ms of work at 2^26)
 MIN_SPLIT_MACS = 1 << 26
@@ -108,11 +116,8 @@ class ChunkedAttention(Function):
                 acc *= corr
                 acc += p @ v[..., j0:j1, :]  # (..., bq, Dv)
                 m = m_new
-            seen = ell > 0
-            out[..., i0:i1, :] = acc / xp.where(seen, ell, 1)
-            # +inf for a fully hidden row, so backward's e^{s − lse} is 0 there
-            lse[..., i0:i1, :] = xp.where(seen, xp.where(xp.isfinite(m), m, 0) + xp.log(xp.where(seen, ell, 1)),
-                                          q.dtype.type(np.inf))
+            total, lse[..., i0:i1, :] = _block_totals(xp, m, ell)
+            out[..., i0:i1, :] = acc / total
         self.saved = (q, k, v, out, lse)
         return out
 
@@ -171,11 +176,8 @@ class ChunkedAttention(Function):
                     np.matmul(qi, k[..., j0:j1, :].swapaxes(-1, -2), out=s_)
                     tiles.flash_forward_tile(s, m, ell, acc, self.scale, i0, j0, self.causal, window)
                     acc_ += s_ @ v[..., j0:j1, :]
-                seen = ell > 0
-                out[..., i0:i1, :] = (acc / np.where(seen, ell, 1)[..., None]).reshape(acc_.shape)
-                # +inf for a fully hidden row, so backward's e^{s − lse} is 0 there
-                lse[:, i0:i1] = np.where(seen, np.where(np.isfinite(m), m, 0) + np.log(np.where(seen, ell, 1)),
-                                         np.float32(np.inf))
+                total, lse[:, i0:i1] = _block_totals(np, m, ell)
+                out[..., i0:i1, :] = (acc / total[..., None]).reshape(acc_.shape)
 
         self._run(work, n)
         return out, lse
