@@ -7,6 +7,7 @@
     python benchmarks/engine_ab.py gpt-train --threads 2 --switch small-batches  # attention's products
     python benchmarks/engine_ab.py gpt-train --threads 2 --switch min-parallel   # parallel kernels from 2^15 / 2^19
     python benchmarks/engine_ab.py bert-infer --threads 2 --switch sums --data-dir ../shared/data  # adds, biases
+    python benchmarks/engine_ab.py gpt-train --switch short-attention        # attention a head at a time
 
 Builds the benchmark's models once (as `seqlab bench` does: same weights and
 inputs, `--threads` for every library, default 1), then in each round times
@@ -23,7 +24,9 @@ per matrix, or on MKL's batched GEMM where `seqlab.mkl.matmul` chooses it (needs
 (sets `seqlab.kernels.MIN_PARALLEL`; without it `kernels.min_parallel()` is 2^19 on Numba's TBB layer
 and 2^15 on OpenMP; matters on two threads or more); `--switch sums` runs a model's residual adds and
 Linear's bias on NumPy (one thread) or on the kernels' parallel twins (`seqlab.kernels.PARALLEL_SUMS`;
-matters on two threads or more). Prints the median wall time of each and the two ratios to
+matters on two threads or more); `--switch short-attention` runs attention by batched products and the
+softmax kernel, or a head at a time in one compiled pass (`seqlab.kernels.SHORT_ATTENTION`). Prints the
+median wall time of each and the two ratios to
 torch. Alternating in one process keeps a VM's drift out of the comparison,
 which two separate `seqlab bench` runs do not.
 """
@@ -96,6 +99,12 @@ _SUMS = _FlagSwitch(kernels, "PARALLEL_SUMS",
                     {"numpy": (False, "adds and biases on NumPy"), "parallel": (True, "adds and biases in parallel")},
                     needs=_require_kernels("the parallel twins"))
 
+# short-attention: attention by batched products and the softmax kernel, or a head at a time in one compiled
+# pass (seqlab.kernels.SHORT_ATTENTION; where it applies: D < T <= 1,024, head dims multiples of 16)
+_SHORT_ATTENTION = _FlagSwitch(kernels, "SHORT_ATTENTION",
+                               {"batched": (False, "batched products"), "heads": (True, "a head at a time")},
+                               needs=_require_kernels("short attention"))
+
 
 # switch: (module whose use() flips it, its off and on choices, what "on" needs, how to install it)
 SWITCHES = {
@@ -105,6 +114,7 @@ SWITCHES = {
     "small-batches": (_SMALL_BATCHES, "numpy", "mkl", "MKL's library", "seqlab[mkl]"),
     "min-parallel": (_MIN_PARALLEL, "2^15", "2^19", "Numba", "seqlab[numba]"),
     "sums": (_SUMS, "numpy", "parallel", "Numba", "seqlab[numba]"),
+    "short-attention": (_SHORT_ATTENTION, "batched", "heads", "Numba", "seqlab[numba]"),
 }
 
 
@@ -116,7 +126,8 @@ def main(argv=None) -> None:
                         "fused-ff: a feed-forward's bias, activation and dropout as three ops vs one; "
                         "small-batches: attention's small products on NumPy vs MKL's batched GEMM; "
                         "min-parallel: the kernels' parallel twins from 2^15 vs 2^19 values; "
-                        "sums: residual adds and Linear's bias on NumPy vs the parallel twins")
+                        "sums: residual adds and Linear's bias on NumPy vs the parallel twins; "
+                        "short-attention: attention by batched products vs a head at a time, compiled")
     p.add_argument("--rounds", type=positive_int, default=6, help="alternating rounds (default 6)")
     p.add_argument("--steps", type=positive_int, default=3, help="timed steps per side and round (default 3)")
     p.add_argument("--threads", type=positive_int, default=1, help="threads for every library (default 1)")

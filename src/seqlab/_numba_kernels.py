@@ -35,8 +35,9 @@ folder when that is read-only), so later processes load them in milliseconds.
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
 from numba import njit, prange
-from numba.core import types
+from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 ROWS = 32  # rows per block
@@ -931,3 +932,349 @@ def flash_ds_tile(ds, p, d, scale):  # pragma: no cover - compiled
             drow, prow = ds[r, i], p[r, i]
             for j in range(bk):
                 drow[j] = (drow[j] - di) * prow[j] * scale
+
+
+# ---- short attention: a whole head in one compiled pass ---------------------------------------------
+# `seqlab.autograd.ops.fused.Attention` on sequences a little longer than the head dim (GPT's 64 keys on
+# 32 dims, MiniLM's 44 on 32): each head's scores, softmax and weighted sum, and in backward its five
+# products, run on buffers the size of one head, which stay in cache, where NumPy's batched products and
+# the softmax kernel make one pass over the whole (B, H, T, T) array each. Keys a row cannot see after its
+# last visible one (a causal mask's upper triangle, a padded batch's tail) are not multiplied at all.
+#
+# The products go through `_tile`: C[R × 16] = alpha · A[R × K] · B[K × 16] with R rows of 16 float32 lanes
+# held in vector registers over the whole K loop (the BLAS's own way; Numba's loops keep their running
+# sums in memory, which ran these products at a quarter of the speed). It is written as LLVM IR: one load
+# of B's row, R broadcasts of A's values and R fused multiply-adds per step of k, in k's order, so a tile's
+# values do not depend on where it sits. On a CPU without 16-lane vectors the compiler splits each into
+# two or four.
+
+LANES = 16  # columns of a tile: the head dims and the padded key count are multiples of it
+
+
+def _tile_kernel(R):
+    """The `_tile` intrinsic for R rows (4, and 1 for a last odd row)."""
+    @intrinsic
+    def tile(typingctx, a, sar, sac, b, sb, c, sc, K, alpha):
+        """C = alpha · A · B: A(r, k) the float32 at byte address a + 4(r·sar + k·sac), B's row k the 16
+        float32 at b + 4k·sb, C's row r at c + 4r·sc (addresses int64, strides in float32s)."""
+        i64 = types.int64
+        sig = types.void(i64, i64, i64, i64, i64, i64, i64, i64, types.float32)
+
+        def codegen(context, builder, signature, args):
+            a, sar, sac, b, sb, c, sc, K, alpha = args
+            f32, li64, li32 = ir.FloatType(), ir.IntType(64), ir.IntType(32)
+            vec = ir.VectorType(f32, LANES)
+            fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [vec, vec, vec]),
+                                                 f"llvm.fma.v{LANES}f32")
+            A, B, C = (builder.inttoptr(x, f32.as_pointer()) for x in (a, b, c))
+            every_lane = ir.Constant(ir.VectorType(li32, LANES), [0] * LANES)
+
+            def splat(x):
+                v = builder.insert_element(ir.Constant(vec, ir.Undefined), x, ir.Constant(li32, 0))
+                return builder.shuffle_vector(v, ir.Constant(vec, ir.Undefined), every_lane)
+
+            entry = builder.block
+            head = builder.append_basic_block("tile.k")
+            body = builder.append_basic_block("tile.body")
+            done = builder.append_basic_block("tile.done")
+            builder.branch(head)
+            builder.position_at_end(head)
+            k = builder.phi(li64)
+            k.add_incoming(ir.Constant(li64, 0), entry)
+            acc = []
+            for _ in range(R):
+                phi = builder.phi(vec)
+                phi.add_incoming(ir.Constant(vec, [0.0] * LANES), entry)
+                acc.append(phi)
+            builder.cbranch(builder.icmp_signed("<", k, K), body, done)
+            builder.position_at_end(body)
+            row = builder.load(builder.bitcast(builder.gep(B, [builder.mul(k, sb)]), vec.as_pointer()), align=4)
+            at_k = builder.mul(k, sac)
+            summed = []
+            for r in range(R):
+                x = builder.load(builder.gep(A, [builder.add(builder.mul(ir.Constant(li64, r), sar), at_k)]),
+                                 align=4)
+                summed.append(builder.call(fma, [splat(x), row, acc[r]]))
+            k.add_incoming(builder.add(k, ir.Constant(li64, 1)), body)
+            for r in range(R):
+                acc[r].add_incoming(summed[r], body)
+            builder.branch(head)
+            builder.position_at_end(done)
+            scale = splat(alpha)
+            for r in range(R):
+                out = builder.bitcast(builder.gep(C, [builder.mul(ir.Constant(li64, r), sc)]), vec.as_pointer())
+                builder.store(builder.fmul(acc[r], scale), out, align=4)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return tile
+
+
+_tile4 = _tile_kernel(4)
+_tile1 = _tile_kernel(1)
+
+
+@_jit
+def _gemm(a, sar, sac, b, sb, c, sc, rows, cols, K, alpha):  # pragma: no cover - compiled
+    """C[rows × cols] = alpha · A[rows × K] · B[K × cols] by tiles (addresses and strides as `_tile_kernel`'s);
+    cols a multiple of `LANES`. Every address the caller passes must hold what these bounds read and write."""
+    r = 0
+    while r < rows:
+        if r + 4 <= rows:
+            for j in range(cols // LANES):
+                _tile4(a + 4 * r * sar, sar, sac, b + 4 * LANES * j, sb, c + 4 * (r * sc + LANES * j), sc, K, alpha)
+            r += 4
+        else:
+            for j in range(cols // LANES):
+                _tile1(a + 4 * r * sar, sar, sac, b + 4 * LANES * j, sb, c + 4 * (r * sc + LANES * j), sc, K, alpha)
+            r += 1
+
+
+@_jit
+def _address(x):  # pragma: no cover - compiled
+    return x.ctypes.data
+
+
+@_jit
+def _mask_rows(block, tk):  # pragma: no cover - compiled
+    """Per row of `block` (R, Tk), True = blocked: how many keys up to its last visible one (0: none), and
+    whether a key before that one is blocked (a hole the softmax must mask itself)."""
+    n_rows = block.shape[0]
+    seen = np.empty(n_rows, np.int64)
+    holes = np.zeros(n_rows, np.bool_)
+    for r in range(n_rows):
+        row = block[r]
+        n = tk
+        while n > 0 and row[n - 1]:
+            n -= 1
+        seen[r] = n
+        for j in range(n):
+            if row[j]:
+                holes[r] = True
+                break
+    return seen, holes
+
+
+@_jit
+def _transpose_into(x, out):  # pragma: no cover - compiled
+    """out[:, :T] = xᵀ for x (T, D), e.g. a head's keys (a strided view); out (D, ≥ T)."""
+    for j in range(x.shape[0]):
+        row = x[j]
+        for d in range(x.shape[1]):
+            out[d, j] = row[d]
+
+
+@_jit_sums
+def _weights_row(s, nv, block_row, holes, mx, total, have_stats):  # pragma: no cover - compiled
+    """The softmax of s[:nv] in place (s[nv:] set to 0), −inf first where `holes` and block_row is True;
+    `have_stats`: mx and total are the forward's, so the same scores give the same weights bitwise.
+    Returns (max, sum) as `_softmax_rows` stores them (a row with no visible key: 0 and 1)."""
+    seen = s[:nv]
+    if holes:
+        for j in range(nv):
+            if block_row[j]:
+                seen[j] = -np.inf
+    if not have_stats:
+        mx = _row_max(seen, nv) if nv > 0 else _f(-np.inf)
+        if mx == -np.inf:
+            mx = _f(0.0)
+    for j in range(nv):
+        seen[j] = _exp_at_most_0(seen[j] - mx)
+    if not have_stats:
+        total = _f(0.0)
+        for j in range(nv):
+            total += seen[j]
+        if total == 0:
+            total = _ONE
+    for j in range(nv):
+        seen[j] /= total
+    s[nv:] = _f(0.0)
+    return mx, total
+
+
+@_jit_sums
+def _short_forward_heads(q, k, v, scale, block, brow, seen, holes, keep, dropped, pscale, out, w, want_w, m, t,
+                         lo, hi):  # pragma: no cover - compiled
+    """Heads lo..hi (of B·H, in order) of `short_attention_forward`, on buffers of their own."""
+    _, n_heads, tq, d = q.shape
+    tk, dv = v.shape[2], v.shape[3]
+    tkp = (tk + LANES - 1) // LANES * LANES
+    kt = np.zeros((d, tkp), np.float32)  # the head's keys transposed: the scores' B, rows of 16 keys
+    s = np.zeros((4, tkp), np.float32)  # four rows of scores, then of weights
+    vis = np.empty(tq, np.int64)
+    masked = block.shape[0] != 0
+    unmasked = np.zeros(1, np.bool_)  # the block row passed when there is no mask (not read)
+    for bh in range(lo, hi):
+        b, h = bh // n_heads, bh % n_heads
+        qh, vh, oh, mh, th = q[b, h], v[b, h], out[b, h], m[b, h], t[b, h]
+        wh = w[b, h] if want_w else w[0, 0]
+        kh = keep[b, h] if dropped else keep[0, 0]
+        sq, sv, so = qh.strides[0] // 4, vh.strides[0] // 4, oh.strides[0] // 4
+        _transpose_into(k[b, h], kt)
+        for i in range(tq):
+            vis[i] = seen[brow[bh * tq + i]] if masked else tk
+        i0 = 0
+        while i0 < tq:
+            rows = 4 if i0 + 4 <= tq else 1
+            n = 0
+            for r in range(rows):
+                n = max(n, vis[i0 + r])
+            if n > 0:  # the scores of keys 0..n (rounded up to a tile), the rest never seen
+                cols = (n + LANES - 1) // LANES * LANES
+                _gemm(_address(qh) + 4 * i0 * sq, sq, 1, _address(kt), tkp, _address(s), tkp, rows, cols, d, scale)
+            for r in range(rows):
+                i = i0 + r
+                mrow = brow[bh * tq + i] if masked else 0
+                mh[i], th[i] = _weights_row(s[r], vis[i], block[mrow] if masked else unmasked,
+                                            masked and holes[mrow], _f(0.0), _ONE, False)
+                sr = s[r]
+                if want_w:
+                    wr = wh[i]
+                    for j in range(tk):
+                        wr[j] = sr[j]
+                if dropped:
+                    kr = kh[i]
+                    for j in range(vis[i]):
+                        sr[j] = sr[j] * kr[j] * pscale
+            if n > 0:
+                _gemm(_address(s), tkp, 1, _address(vh), sv, _address(oh) + 4 * i0 * so, so, rows, dv, n, _ONE)
+            else:
+                for r in range(rows):
+                    oh[i0 + r] = _f(0.0)
+            i0 += rows
+
+
+@_jit_sums
+def short_attention_forward(q, k, v, scale, block, brow, keep, dropped, pscale, out, w, want_w, m, t,
+                            parts):  # pragma: no cover - compiled
+    """out = softmax(q kᵀ · scale, −inf where blocked) v, head by head (see the section's comment).
+
+    q (B, H, Tq, D), k (B, H, Tk, D), v (B, H, Tk, Dv), out (B, H, Tq, Dv): float32, each row contiguous, any
+    other strides; D and Dv multiples of `LANES`. block (R, Tk) bool, True = blocked, score row i (of B·H·Tq)
+    taking block[brow[i]]; R = 0: none. keep (B, H, Tq, Tk) bool, dropout's mask on the weights (`dropped`),
+    kept ones scaled by `pscale`; `parts`: how many runs of whole heads the parallel twin shares out (the
+    serial kernel ignores it). Writes the weights before dropout into w (B, H, Tq, Tk) when `want_w`, and
+    each row's max and sum into m and t (B, H, Tq); a row with every key blocked gets weights and output 0."""
+    seen, holes = _mask_rows(block, k.shape[2])
+    _short_forward_heads(q, k, v, scale, block, brow, seen, holes, keep, dropped, pscale, out, w, want_w, m, t,
+                         0, q.shape[0] * q.shape[1])
+
+
+@_jit_sums_parallel
+def short_attention_forward_parallel(q, k, v, scale, block, brow, keep, dropped, pscale, out, w, want_w, m,
+                                     t, parts):  # pragma: no cover
+    seen, holes = _mask_rows(block, k.shape[2])
+    n = q.shape[0] * q.shape[1]
+    parts = max(1, min(n, parts))
+    for c in prange(parts):
+        _short_forward_heads(q, k, v, scale, block, brow, seen, holes, keep, dropped, pscale, out, w, want_w, m, t,
+                             c * n // parts, (c + 1) * n // parts)
+
+
+@_jit_sums
+def _short_backward_heads(q, k, v, g, scale, block, brow, seen, holes, keep, dropped, pscale, m, t,
+                          dq, dk, dv, lo, hi):  # pragma: no cover - compiled
+    """Heads lo..hi of `short_attention_backward`, on buffers of their own."""
+    _, n_heads, tq, d = q.shape
+    tk, dvn = v.shape[2], v.shape[3]
+    tkp = (tk + LANES - 1) // LANES * LANES
+    kt = np.zeros((d, tkp), np.float32)
+    vt = np.zeros((dvn, tkp), np.float32)
+    s = np.zeros((4, tkp), np.float32)  # four rows of scores, then weights
+    gp = np.zeros((4, tkp), np.float32)  # four rows of dP = g vᵀ
+    pd = np.zeros((tq, tkp), np.float32)  # the head's weights after dropout, for dv
+    ds = np.zeros((tq, tkp), np.float32)  # the head's dS · scale, for dq and dk
+    vis = np.empty(tq, np.int64)
+    masked = block.shape[0] != 0
+    unmasked = np.zeros(1, np.bool_)
+    for bh in range(lo, hi):
+        b, h = bh // n_heads, bh % n_heads
+        qh, kh, vh, gh = q[b, h], k[b, h], v[b, h], g[b, h]
+        dqh, dkh, dvh, mh, th = dq[b, h], dk[b, h], dv[b, h], m[b, h], t[b, h]
+        keeph = keep[b, h] if dropped else keep[0, 0]
+        sq, sk, sg = qh.strides[0] // 4, kh.strides[0] // 4, gh.strides[0] // 4
+        sdq, sdk, sdv = dqh.strides[0] // 4, dkh.strides[0] // 4, dvh.strides[0] // 4
+        _transpose_into(kh, kt)
+        _transpose_into(vh, vt)
+        for i in range(tq):
+            vis[i] = seen[brow[bh * tq + i]] if masked else tk
+        i0 = 0
+        while i0 < tq:  # rows of queries: the weights again, dS, and dq = dS k
+            rows = 4 if i0 + 4 <= tq else 1
+            n = 0
+            for r in range(rows):
+                n = max(n, vis[i0 + r])
+            if n > 0:
+                cols = (n + LANES - 1) // LANES * LANES
+                _gemm(_address(qh) + 4 * i0 * sq, sq, 1, _address(kt), tkp, _address(s), tkp, rows, cols, d, scale)
+                _gemm(_address(gh) + 4 * i0 * sg, sg, 1, _address(vt), tkp, _address(gp), tkp, rows, cols, dvn, _ONE)
+            for r in range(rows):
+                i = i0 + r
+                nv = vis[i]
+                mrow = brow[bh * tq + i] if masked else 0
+                _weights_row(s[r], nv, block[mrow] if masked else unmasked, masked and holes[mrow], mh[i], th[i], True)
+                p, dp, pdr, dsr = s[r], gp[r], pd[i], ds[i]
+                if dropped:
+                    kr = keeph[i]
+                    for j in range(nv):
+                        f = kr[j] * pscale
+                        dp[j] *= f
+                        pdr[j] = p[j] * f
+                else:
+                    for j in range(nv):
+                        pdr[j] = p[j]
+                dot = _f(0.0)
+                for j in range(nv):
+                    dot += dp[j] * p[j]
+                for j in range(nv):
+                    dsr[j] = p[j] * (dp[j] - dot) * scale
+                pdr[nv:] = _f(0.0)
+                dsr[nv:] = _f(0.0)
+            if n > 0:
+                _gemm(_address(ds) + 4 * i0 * tkp, tkp, 1, _address(kh), sk, _address(dqh) + 4 * i0 * sdq, sdq,
+                      rows, d, n, _ONE)
+            else:
+                for r in range(rows):
+                    dqh[i0 + r] = _f(0.0)
+            i0 += rows
+        j0 = 0
+        while j0 < tk:  # rows of keys: dk = dSᵀ q and dv = P'ᵀ g over the queries that see them
+            rows = 4 if j0 + 4 <= tk else 1
+            first, last = tq, 0
+            for i in range(tq):
+                if vis[i] > j0:
+                    first = min(first, i)
+                    last = i + 1
+            if last > first:
+                _gemm(_address(ds) + 4 * (first * tkp + j0), 1, tkp, _address(qh) + 4 * first * sq, sq,
+                      _address(dkh) + 4 * j0 * sdk, sdk, rows, d, last - first, _ONE)
+                _gemm(_address(pd) + 4 * (first * tkp + j0), 1, tkp, _address(gh) + 4 * first * sg, sg,
+                      _address(dvh) + 4 * j0 * sdv, sdv, rows, dvn, last - first, _ONE)
+            else:
+                for r in range(rows):
+                    dkh[j0 + r] = _f(0.0)
+                    dvh[j0 + r] = _f(0.0)
+            j0 += rows
+
+
+@_jit_sums
+def short_attention_backward(q, k, v, g, scale, block, brow, keep, dropped, pscale, m, t, dq, dk, dv,
+                             parts):  # pragma: no cover - compiled
+    """dq, dk, dv of `short_attention_forward` for the output's gradient g (B, H, Tq, Dv), written into
+    dq, dk, dv (laid out as q, k, v may be: rows contiguous); m, t the forward's row max and sum. The
+    weights are made again from q and k as the forward made them (the same values bitwise)."""
+    seen, holes = _mask_rows(block, k.shape[2])
+    _short_backward_heads(q, k, v, g, scale, block, brow, seen, holes, keep, dropped, pscale, m, t, dq, dk, dv,
+                          0, q.shape[0] * q.shape[1])
+
+
+@_jit_sums_parallel
+def short_attention_backward_parallel(q, k, v, g, scale, block, brow, keep, dropped, pscale, m, t,
+                                      dq, dk, dv, parts):  # pragma: no cover - compiled
+    seen, holes = _mask_rows(block, k.shape[2])
+    n = q.shape[0] * q.shape[1]
+    parts = max(1, min(n, parts))
+    for c in prange(parts):
+        _short_backward_heads(q, k, v, g, scale, block, brow, seen, holes, keep, dropped, pscale, m, t,
+                              dq, dk, dv, c * n // parts, (c + 1) * n // parts)

@@ -652,12 +652,14 @@ def _mask_parts(attn_mask, is_causal, tq, tk, xp, dtype, scores_shape=None):
 
 def attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None, dropout_p: float = 0.0,
               is_causal: bool = False, scale: float | None = None, training: bool = True,
-              generator=None, weights_grad: bool = False) -> tuple[Tensor, Tensor]:
+              generator=None, weights_grad: bool = False, need_weights: bool = True) -> tuple[Tensor, Tensor]:
     """softmax(q kᵀ · scale + mask) v and the attention weights (..., Tq, Tk), taken before dropout.
 
     Mask semantics are those of `scaled_dot_product_attention`. The weights are detached (one fused op,
     which keeps no T × T array for backward) unless `weights_grad`: then the attention is built from
     autograd ops and the weights carry gradients, as torch's `MultiheadAttention` returns them.
+    `need_weights=False` (as torch's `MultiheadAttention`): the weights are None, and the compiled path
+    (`seqlab.kernels.short_attention_forward`) does not write them at all.
     """
     q, k, v = _t(query), _t(key), _t(value)
     if q.shape[-1] != k.shape[-1]:
@@ -665,12 +667,13 @@ def attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None, dropout
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"key has shape {k.shape} and value {v.shape}: they need the same length (dim -2)")
     return _attention(Fu.Attention, [q, k, v], q.shape, k.shape, v.shape, q.dtype, backend.xp_of(q.data),
-                      attn_mask, dropout_p, is_causal, scale, training, generator, weights_grad=weights_grad)
+                      attn_mask, dropout_p, is_causal, scale, training, generator, weights_grad=weights_grad,
+                      need_weights=need_weights)
 
 
 def attention_qkv(qkv: Tensor, num_heads: int, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
                   scale: float | None = None, training: bool = True, generator=None,
-                  weights_grad: bool = False) -> tuple[Tensor, Tensor]:
+                  weights_grad: bool = False, need_weights: bool = True) -> tuple[Tensor, Tensor]:
     """`attention` of q, k and v packed in one (B, T, 3·E) tensor, q | k | v along the last axis (a fused
     in-projection's output, e.g. `nn.MultiheadAttention`'s in_proj or GPT-2's c_attn), each split into
     `num_heads` heads of E / num_heads: the same (B, H, T, D) output and weights, bitwise, as splitting
@@ -683,11 +686,11 @@ def attention_qkv(qkv: Tensor, num_heads: int, attn_mask=None, dropout_p: float 
     heads = (B, num_heads, T, E3 // (3 * num_heads))
     return _attention(Fu.PackedAttention, [qkv], heads, heads, heads, qkv.dtype, backend.xp_of(qkv.data),
                       attn_mask, dropout_p, is_causal, scale, training, generator, weights_grad=weights_grad,
-                      heads=num_heads)
+                      need_weights=need_weights, heads=num_heads)
 
 
 def _attention(op, inputs, q_shape, k_shape, v_shape, dtype, xp, attn_mask, dropout_p, is_causal, scale,
-               training, generator, weights_grad=False, **params) -> tuple[Tensor, Tensor]:
+               training, generator, weights_grad=False, need_weights=True, **params) -> tuple[Tensor, Tensor]:
     """Masks, scale and dropout's keep mask for `op` (Attention or PackedAttention) on `inputs`."""
     tq, tk = q_shape[-2], k_shape[-2]
     try:
@@ -710,9 +713,10 @@ def _attention(op, inputs, q_shape, k_shape, v_shape, dtype, xp, attn_mask, drop
         else:
             q, k, v = inputs
         return _composed_attention(q, k, v, bias, block, s, keep, dropout_p)
-    out, fn = op.apply_with_fn(*inputs, bias, block=block, scale=s, keep_mask=keep, p=dropout_p, **params)
+    out, fn = op.apply_with_fn(*inputs, bias, block=block, scale=s, keep_mask=keep, p=dropout_p,
+                               need_weights=need_weights, **params)
     weights, fn.weights = fn.weights, None  # handed over once: fn drops its reference
-    return out, Tensor._from_op(weights, None)
+    return out, (Tensor._from_op(weights, None) if need_weights else None)
 
 
 def _composed_attention(q, k, v, bias, block, scale, keep, p) -> tuple[Tensor, Tensor]:

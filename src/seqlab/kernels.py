@@ -430,6 +430,84 @@ def flash_tiles(*arrays):
     return k
 
 
+SHORT_ATTENTION = True  # False: attention always takes the batched products (for timing the two)
+SHORT_MAX_KEYS = 1024  # longer sequences keep the batched path (and `nn.memory_efficient_attention`)
+_NO_KEEP = np.zeros((1, 1, 1, 1), np.bool_)
+_NO_WEIGHTS = np.zeros((1, 1, 1, 1), _FLOAT32)
+_NO_BLOCK_ROWS = np.zeros((0, 1), np.bool_)
+
+
+def _rows_ok(x) -> bool:
+    """A 4-D NumPy float32 array whose rows are contiguous and whose other strides are whole float32s."""
+    return (type(x) is np.ndarray and x.dtype == _FLOAT32 and x.ndim == 4 and x.size > 0
+            and x.strides[-1] == 4 and all(st > 0 and st % 4 == 0 for st in x.strides[:-1]))
+
+
+def short_attention_plan(q, k, v, bias, block, keep):
+    """The block rows `short_attention_forward` takes — (block (R, Tk) bool, row map) — when it takes these
+    arguments: the kernels on, q (B, H, Tq, D), k (B, H, Tk, D), v (B, H, Tk, Dv) float32 with rows
+    contiguous (strided head views are fine), D and Dv multiples of 16, D < Tk ≤ `SHORT_MAX_KEYS` (where
+    attention would otherwise compute its weights twice), no float bias, a bool `block` broadcastable to
+    the scores, dropout's `keep` of the scores' shape. Else None."""
+    if not SHORT_ATTENTION or bias is not None or _module() is None:
+        return None
+    if not (_rows_ok(q) and _rows_ok(k) and _rows_ok(v)):
+        return None
+    B, H, tq, d = q.shape
+    tk, dv = k.shape[2], v.shape[3]
+    lanes = _module().LANES
+    if (k.shape != (B, H, tk, d) or v.shape[:3] != (B, H, tk) or d % lanes or dv % lanes
+            or not d < tk <= SHORT_MAX_KEYS):
+        return None
+    if keep is not None and (type(keep) is not np.ndarray or keep.dtype != np.bool_ or keep.shape != (B, H, tq, tk)):
+        return None
+    if block is None:
+        return _NO_BLOCK_ROWS, _NO_ROWS
+    if type(block) is not np.ndarray or block.dtype != np.bool_ or not 0 < block.ndim <= 4:
+        return None
+    lead = (1,) * (4 - block.ndim) + block.shape[:-1]
+    if block.shape[-1] not in (1, tk) or any(b not in (1, n) for b, n in zip(lead, (B, H, tq))):
+        return None
+    rows = np.ascontiguousarray(np.broadcast_to(block, block.shape[:-1] + (tk,)).reshape(-1, tk))
+    return rows, _row_map((B, H, tq), lead[:3])
+
+
+def short_attention_forward(q, k, v, scale: float, plan, keep, pscale, need_weights: bool = True):
+    """(out, weights, stats) of softmax(q kᵀ · scale, −inf where blocked) v with dropout's `keep` (kept
+    weights scaled by `pscale`) on the weights, head by head in one compiled pass
+    (`_numba_kernels.short_attention_forward`); `plan` from `short_attention_plan`. out (B, H, Tq, Dv) is
+    laid out as (B, Tq, H, Dv), so merging the heads is a view; weights before dropout (None when not
+    `need_weights`: the kernel then writes none)."""
+    k_mod = _module()
+    B, H, tq, _ = q.shape
+    tk, dv = k.shape[2], v.shape[3]
+    out = np.empty((B, tq, H, dv), _FLOAT32).swapaxes(1, 2)
+    w = np.empty((B, H, tq, tk), _FLOAT32) if need_weights else None
+    m, t = np.empty((B, H, tq), _FLOAT32), np.empty((B, H, tq), _FLOAT32)
+    block, rows = plan
+    _twin(k_mod, "short_attention_forward", q.size * tk // 8)(
+        q, k, v, _FLOAT32.type(scale), block, rows, _NO_KEEP if keep is None else keep, keep is not None,
+        _FLOAT32.type(pscale), out, _NO_WEIGHTS if w is None else w, w is not None, m, t, threads())
+    return out, w, (m, t)
+
+
+def short_attention_backward(q, k, v, g, scale: float, plan, keep, pscale, stats, outs=(None, None, None)):
+    """(dq, dk, dv) of `short_attention_forward` for the output's gradient g; `stats` its third result.
+    `outs`: views to write dq, dk, dv into (rows contiguous), else new arrays laid out as (B, T, H, D)."""
+    k_mod = _module()
+    if not _rows_ok(g):
+        g = np.ascontiguousarray(g)
+    B, H, tq, d = q.shape
+    tk, dv = k.shape[2], v.shape[3]
+    dq, dk, dvv = (o if o is not None else np.empty((B, n, H, w), _FLOAT32).swapaxes(1, 2)
+                   for o, n, w in zip(outs, (tq, tk, tk), (d, d, dv)))
+    block, rows = plan
+    _twin(k_mod, "short_attention_backward", q.size * tk // 8)(
+        q, k, v, g, _FLOAT32.type(scale), block, rows, _NO_KEEP if keep is None else keep, keep is not None,
+        _FLOAT32.type(pscale), stats[0], stats[1], dq, dk, dvv, threads())
+    return dq, dk, dvv
+
+
 def softmax_backward(g, w, out=None, scale: float = 1.0):
     """w ⊙ (g − Σ g ⊙ w) · scale over the last axis (into `out`, which may be `g`); g and w the same shape."""
     if _gpu(g):

@@ -101,21 +101,23 @@ class GPTAttention(nn.Module):
         if c.scale_attn_by_inverse_layer_idx:
             self.scale /= layer_idx + 1
 
-    def forward(self, x: Tensor, mask, cache: KVCache | None) -> tuple[Tensor, Tensor]:
-        """x (B, T, C); mask bool (B|1, 1, T, T_past + T), True = may attend; cache: past keys/values."""
+    def forward(self, x: Tensor, mask, cache: KVCache | None, need_weights: bool = True) -> tuple[Tensor, Tensor]:
+        """x (B, T, C); mask bool (B|1, 1, T, T_past + T), True = may attend; cache: past keys/values.
+        `need_weights=False`: the weights returned are None (not made where the attention can skip them)."""
         B, T, C = x.shape
         H, D = self.n_head, C // self.n_head
         p = self.attn_dropout if self.training else 0.0
         if cache is None:  # q, k, v straight from c_attn's (B, T, 3C) output: one gradient array for it
             out, w = F.attention_qkv(self.c_attn(x), H, attn_mask=mask, dropout_p=p, scale=self.scale,
-                                     training=self.training)
+                                     training=self.training, need_weights=need_weights)
             return self._project(out), w
         q, k, v = self.c_attn(x).split(C, dim=2)          # 3 × (B, T, C)
         q = q.reshape(B, T, H, D).transpose(1, 2)         # (B, H, T, D)
         k = k.reshape(B, T, H, D).transpose(1, 2)         # (B, H, T, D)
         v = v.reshape(B, T, H, D).transpose(1, 2)         # (B, H, T, D)
         k, v = cache.update(self.layer_idx, k, v)         # (B, H, T_past + T, D)
-        out, w = F.attention(q, k, v, attn_mask=mask, dropout_p=p, scale=self.scale, training=self.training)
+        out, w = F.attention(q, k, v, attn_mask=mask, dropout_p=p, scale=self.scale, training=self.training,
+                             need_weights=need_weights)
         return self._project(out), w
 
     def _project(self, out: Tensor) -> Tensor:
@@ -147,8 +149,8 @@ class GPTBlock(nn.Module):
         self.ln_2 = nn.LayerNorm(c.n_embd, eps=c.layer_norm_epsilon)
         self.mlp = GPTMLP(c)
 
-    def forward(self, x: Tensor, mask, cache) -> tuple[Tensor, Tensor]:
-        a, w = self.attn(self.ln_1(x), mask, cache)
+    def forward(self, x: Tensor, mask, cache, need_weights: bool = True) -> tuple[Tensor, Tensor]:
+        a, w = self.attn(self.ln_1(x), mask, cache, need_weights)
         x = x + a
         return x + self.mlp(self.ln_2(x)), w
 
@@ -208,9 +210,9 @@ class GPTModel(nn.Module):
             if output_hidden_states:
                 hidden.append(x)
             if past_key_values is None:  # a cache is written once per call: never under a checkpoint
-                x, w = call_layer(self, block, x, mask, None, keep_weights=output_attentions)
+                x, w = call_layer(self, block, x, mask, None, bool(output_attentions), keep_weights=output_attentions)
             else:
-                x, w = block(x, mask, past_key_values)
+                x, w = block(x, mask, past_key_values, bool(output_attentions))
             if output_attentions:
                 attentions.append(w)
         x = self.ln_f(x)

@@ -583,11 +583,20 @@ class Attention(Function):
     dq = dS k · scale;  dk = dSᵀ q · scale;  d bias = dS.
     """
 
-    def forward(self, q, k, v, bias=None, block=None, scale=1.0, keep_mask=None, p=0.0):
-        w, stats = attention_weights(q, k, bias, block, scale, with_stats=True)
-        self.weights = w  # for the caller, who takes it (F.attention)
+    plan = None  # the compiled path's block rows when it runs (kernels.short_attention_plan)
+
+    def forward(self, q, k, v, bias=None, block=None, scale=1.0, keep_mask=None, p=0.0, need_weights=True):
         self.keep, self.pscale = keep_mask, q.dtype.type(1.0 / (1.0 - p)) if keep_mask is not None else None
         self.scale = scale
+        self.plan = kernels.short_attention_plan(q, k, v, bias, block, keep_mask)
+        if self.plan is not None:  # a head at a time, compiled (kernels.short_attention_forward)
+            out, self.weights, stats = kernels.short_attention_forward(q, k, v, scale, self.plan, keep_mask,
+                                                                       self.pscale or 1.0, need_weights)
+            if any(self.needs_input_grad):
+                self.saved = (q, k, v, bias, block, stats)
+            return out
+        w, stats = attention_weights(q, k, bias, block, scale, with_stats=True)
+        self.weights = w  # for the caller, who takes it (F.attention)
         if any(self.needs_input_grad):
             if w.shape[-1] <= q.shape[-1]:  # Tk <= D: the weights take no more memory than q; keep them
                 self.saved = (q, k, v, bias, block, w)
@@ -621,6 +630,10 @@ class Attention(Function):
     def _input_grads(self, grad, want_q, want_k, want_v, want_bias, outs=(None, None, None)):
         """(dq, dk, dv, d bias), None for each not wanted; `outs`: views dq, dk, dv are written into."""
         q, k, v, bias, block, kept = self.saved
+        if self.plan is not None:  # no bias here, so no d bias
+            gq, gk, gv = kernels.short_attention_backward(q, k, v, grad, self.scale, self.plan, self.keep,
+                                                          self.pscale or 1.0, kept, outs)
+            return gq if want_q else None, gk if want_k else None, gv if want_v else None, None
         if isinstance(kept, tuple):  # the row statistics: the forward's weights, computed again
             w = attention_weights(q, k, bias, block, self.scale, stats=kept)
         else:
@@ -702,9 +715,9 @@ class PackedAttention(Attention):
     a zero fill and three more passes over it per layer.
     """
 
-    def forward(self, qkv, bias=None, heads=1, block=None, scale=1.0, keep_mask=None, p=0.0):
+    def forward(self, qkv, bias=None, heads=1, block=None, scale=1.0, keep_mask=None, p=0.0, need_weights=True):
         q, k, v = unpack_heads(qkv, heads)
-        return super().forward(q, k, v, bias, block, scale, keep_mask, p)
+        return super().forward(q, k, v, bias, block, scale, keep_mask, p, need_weights)
 
     def backward(self, grad):
         need = self.needs_input_grad

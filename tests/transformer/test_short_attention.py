@@ -1,0 +1,188 @@
+"""Attention a head at a time in one compiled pass (`kernels.short_attention_forward` / `_backward`, the
+vector tiles of `_numba_kernels._tile_kernel`): the values and gradients of float64 plain attention and of
+the batched float32 path, with every mask kind the kernel takes, dropout, odd lengths, strided and packed
+heads, both thread counts; where it declines, the batched path runs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import seqlab
+from seqlab import functional as F
+from seqlab import kernels
+
+pytestmark = pytest.mark.skipif(kernels.library() != "numba", reason="the compiled attention needs Numba")
+
+F32 = 2e-5  # float32 against float64: a wrong mask, row or tile differs by 1e-2 or more
+
+
+def _mask(kind, B, T, rng):
+    """A bool attn_mask (True = may attend) of each kind the kernel takes, or None."""
+    if kind == "none":
+        return None
+    if kind == "causal":
+        return np.tril(np.ones((T, T), bool))[None, None]
+    if kind == "padding":  # (B, 1, 1, T): each sequence's tail padded, one sequence whole
+        m = np.ones((B, 1, 1, T), bool)
+        for b in range(1, B):
+            m[b, ..., T - 3 * b:] = False
+        return m
+    m = rng.random((B, 1, T, T)) > 0.3  # holes anywhere, one query row with no key at all
+    m[:, :, 0, 0] = True
+    m[0, 0, 2, :] = False
+    return m
+
+
+def _attend(x, g, heads, mask, p, dtype, seed=0, packed=True):
+    """(out, weights, d x) of attention on x (B, T, 3E), through attention_qkv (packed) or on q, k, v views."""
+    seqlab.manual_seed(seed)
+    t = seqlab.tensor(x.astype(dtype), requires_grad=True)
+    if packed:
+        out, w = F.attention_qkv(t, heads, attn_mask=mask, dropout_p=p)
+    else:
+        B, T, E3 = x.shape
+        q, k, v = (part.reshape(B, T, heads, E3 // (3 * heads)).transpose(1, 2) for part in t.split(E3 // 3, 2))
+        out, w = F.attention(q, k, v, attn_mask=mask, dropout_p=p)
+    (out * seqlab.tensor(g.astype(dtype))).sum().backward()
+    return out.numpy(), w.numpy(), np.asarray(t.grad)
+
+
+@pytest.fixture
+def short_on(monkeypatch):
+    """Counts the kernel's forward calls (so a test knows the compiled path ran)."""
+    calls = []
+    real = kernels.short_attention_forward
+
+    def spy(*a, **kw):
+        calls.append(a[0].shape)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(kernels, "short_attention_forward", spy)
+    return calls
+
+
+@pytest.mark.parametrize("B,T,H,D", [(2, 64, 2, 32), (3, 45, 2, 16), (2, 17, 1, 16), (1, 130, 2, 32)])
+@pytest.mark.parametrize("kind", ["none", "causal", "padding", "holes"])
+def test_values_and_gradients_match_float64_attention(B, T, H, D, kind, short_on):
+    rng = np.random.default_rng(T + D)
+    x = rng.standard_normal((B, T, 3 * H * D)).astype(np.float32)
+    g = rng.standard_normal((B, H, T, D)).astype(np.float32)
+    mask = _mask(kind, B, T, rng)
+    got = _attend(x, g, H, mask, 0.0, np.float32)
+    assert short_on, "the compiled path did not run"
+    want = _attend(x, g, H, mask, 0.0, np.float64)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, atol=F32 * max(1.0, np.abs(b).max()), rtol=0)
+
+
+@pytest.mark.parametrize("kind", ["causal", "holes"])
+def test_dropout_and_separate_views_match_the_batched_path(kind, monkeypatch):
+    """With dropout 0.2 (the same keep mask: one seed) and q, k, v as three strided views: the batched
+    float32 path's values, to float32 rounding; a row with every key blocked gives 0 in both."""
+    rng = np.random.default_rng(5)
+    B, T, H, D = 2, 40, 2, 16
+    x = rng.standard_normal((B, T, 3 * H * D)).astype(np.float32)
+    g = rng.standard_normal((B, H, T, D)).astype(np.float32)
+    mask = _mask(kind, B, T, rng)
+    for packed in (True, False):
+        fast = _attend(x, g, H, mask, 0.2, np.float32, seed=3, packed=packed)
+        monkeypatch.setattr(kernels, "SHORT_ATTENTION", False)
+        slow = _attend(x, g, H, mask, 0.2, np.float32, seed=3, packed=packed)
+        monkeypatch.setattr(kernels, "SHORT_ATTENTION", True)
+        for a, b in zip(fast, slow):
+            np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
+        if kind == "holes":
+            assert not fast[0][0, :, 2].any() and not fast[1][0, :, 2].any()
+
+
+def test_matches_torch_sdpa_causal_forward_and_backward():
+    rng = np.random.default_rng(11)
+    B, T, H, D = 3, 64, 4, 32
+    q, k, v, g = (rng.standard_normal((B, H, T, D)).astype(np.float32) for _ in range(4))
+    ts = [seqlab.tensor(a, requires_grad=True) for a in (q, k, v)]
+    out, _ = F.attention(*ts, is_causal=True)
+    (out * seqlab.tensor(g)).sum().backward()
+    tt = [torch.tensor(a, requires_grad=True) for a in (q, k, v)]
+    ref = torch.nn.functional.scaled_dot_product_attention(*tt, is_causal=True)
+    (ref * torch.tensor(g)).sum().backward()
+    np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), atol=1e-5, rtol=0)
+    for a, b in zip(ts, tt):
+        np.testing.assert_allclose(np.asarray(a.grad), b.grad.numpy(), atol=2e-5, rtol=0)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_threads_give_the_same_values_bitwise(threads, monkeypatch):
+    """The parallel twin shares whole heads out: every head's values are the one-thread values, bitwise."""
+    rng = np.random.default_rng(2)
+    B, T, H, D = 3, 33, 3, 16
+    x = rng.standard_normal((B, T, 3 * H * D)).astype(np.float32)
+    g = rng.standard_normal((B, H, T, D)).astype(np.float32)
+    mask = _mask("causal", B, T, rng)
+    one = _attend(x, g, H, mask, 0.1, np.float32, seed=1)
+    monkeypatch.setattr(kernels, "MIN_PARALLEL", 0)
+    old = kernels._threads
+    kernels.set_threads(threads)
+    try:
+        many = _attend(x, g, H, mask, 0.1, np.float32, seed=1)
+    finally:
+        kernels.set_threads(old)
+    for a, b in zip(one, many):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_need_weights_false_gives_none_and_the_same_output():
+    rng = np.random.default_rng(4)
+    x = seqlab.tensor(rng.standard_normal((2, 48, 3 * 32)).astype(np.float32))
+    out, w = F.attention_qkv(x, 2, is_causal=True)
+    out2, w2 = F.attention_qkv(x, 2, is_causal=True, need_weights=False)
+    assert w is not None and w2 is None
+    np.testing.assert_array_equal(out.numpy(), out2.numpy())
+
+
+@pytest.mark.parametrize("case", ["head dim 24", "keys <= head dim", "float bias", "float64", "too long"])
+def test_declines_where_it_does_not_apply(case, monkeypatch):
+    """Each case runs the batched path (the kernel is not called) and still gives attention's values."""
+    called = []
+    monkeypatch.setattr(kernels, "short_attention_forward", lambda *a, **kw: called.append(1))
+    rng = np.random.default_rng(0)
+    B, H, T, D, mask, dtype = 2, 2, 40, 16, None, np.float32
+    if case == "head dim 24":
+        D = 24
+    elif case == "keys <= head dim":
+        T = 16
+    elif case == "float bias":
+        mask = rng.standard_normal((T, T)).astype(np.float32)
+    elif case == "float64":
+        dtype = np.float64
+    else:
+        monkeypatch.setattr(kernels, "SHORT_MAX_KEYS", T - 1)
+    q, k, v = (seqlab.tensor(rng.standard_normal((B, H, T, D)).astype(dtype)) for _ in range(3))
+    out, w = F.attention(q, k, v, attn_mask=mask)
+    assert not called
+    s = q.numpy() @ k.numpy().swapaxes(-1, -2) / np.sqrt(D) + (0 if mask is None else mask)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    np.testing.assert_allclose(out.numpy(), p @ v.numpy(), atol=1e-5, rtol=0)
+
+
+def test_gpt_generation_and_attentions_through_the_kernel(short_on):
+    """A GPT whose heads the kernel takes (D 16 < T): output_attentions still returns every layer's
+    weights (rows summing to 1, causal), and greedy generation with the cache equals generation without."""
+    from seqlab.models.gpt import GPT, GPTConfig
+
+    seqlab.manual_seed(0)
+    cfg = GPTConfig(vocab_size=50, n_positions=64, n_embd=32, n_layer=2, n_head=2, resid_pdrop=0.0,
+                    embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)
+    model = GPT(cfg).eval()
+    ids = np.random.default_rng(0).integers(0, 50, (2, 24))
+    res = model(ids, output_attentions=True)
+    assert short_on
+    for w in res.attentions:
+        w = w.numpy()
+        np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-5)
+        assert not np.triu(w, 1).any()
+    with seqlab.no_grad():
+        a = model.generate(ids[:, :20], max_new_tokens=8, do_sample=False, use_cache=True)
+        b = model.generate(ids[:, :20], max_new_tokens=8, do_sample=False, use_cache=False)
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
