@@ -1079,17 +1079,21 @@ def _weights_row(s, nv, block_row, holes, mx, total, have_stats):  # pragma: no 
         mx = _row_max(seen, nv) if nv > 0 else _f(-np.inf)
         if mx == -np.inf:
             mx = _f(0.0)
-    for j in range(nv):
-        seen[j] = _exp_at_most_0(seen[j] - mx)
+    nvp = (nv + LANES - 1) // LANES * LANES
+    whole = s[:nvp]
+    for j in range(nv, nvp):
+        whole[j] = -np.inf
+    for j in range(nvp):
+        whole[j] = _exp_at_most_0(whole[j] - mx)
     if not have_stats:
         total = _f(0.0)
-        for j in range(nv):
-            total += seen[j]
+        for j in range(nvp):
+            total += whole[j]
         if total == 0:
             total = _ONE
-    for j in range(nv):
-        seen[j] /= total
-    s[nv:] = _f(0.0)
+    for j in range(nvp):
+        whole[j] /= total
+    s[nvp:] = _f(0.0)
     return mx, total
 
 

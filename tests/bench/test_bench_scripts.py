@@ -68,6 +68,8 @@ BAD_ARGUMENTS = [  # (script, arguments, words the message must contain): exit c
     ("attention_products.py", ["--shape", "32,4,64"], ["--shape", "B,H,T,D"]),
     ("attention_products.py", ["--shape", "32,4,0,64"], ["--shape", ">= 1"]),
     ("attention_products.py", ["--repeats", "0"], ["--repeats"]),
+    ("short_attention.py", ["--shape", "12,4,64"], ["--shape", "B,H,T,D"]),
+    ("short_attention.py", ["--rounds", "0"], ["--rounds", ">= 1"]),
     ("linear_products.py", ["--layers", "128x"], ["--layers", "''"]),
     ("linear_products.py", ["--layers", "128"], ["--layers", "IN x OUT"]),
     ("linear_products.py", ["--layers", "128x0"], ["--layers", ">= 1"]),
@@ -186,6 +188,26 @@ def test_linear_products_times_three_products_a_layer_and_sums_them():
     assert all(t > 0 for t in seqlab_us + torch_us), proc.stdout
     total = rows[-1]
     assert total[0].strip() == "all" and abs(float(total[2]) - sum(seqlab_us)) <= 6, proc.stdout  # rows rounded
+
+
+def test_short_attention_times_both_paths_and_says_where_it_does_not_apply():
+    """One table row per shape, both sides timed; a shape the compiled path declines (T <= D) says so."""
+    pytest.importorskip("numba")
+    proc = run_script("short_attention.py", "--shape", "2,2,40,16", "--causal", "--repeats", "1", "--rounds", "1")
+    assert proc.returncode == 0, proc.stderr
+    row = proc.stdout.strip().splitlines()[-1].split("|")
+    assert row[1].strip() == "2, 2, 40, 16" and row[2].strip() == "causal", proc.stdout
+    assert all(float(t) > 0 for t in row[3].split("/") + row[5].split("/")), proc.stdout
+    proc = run_script("short_attention.py", "--shape", "2,2,16,16", "--repeats", "1", "--rounds", "1")
+    assert proc.returncode == 0 and "does not take this shape" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_engine_ab_short_attention_switch_times_both_sides():
+    pytest.importorskip("numba")
+    proc = run_script("engine_ab.py", "gpt-train", "--switch", "short-attention", "--rounds", "1", "--steps", "1")
+    assert proc.returncode == 0, proc.stderr
+    line = proc.stdout.strip().splitlines()[-1]
+    assert "on batched " in line and "on a head at a time" in line and "(heads)" in line, line
 
 
 def test_engine_ab_fused_ff_switch_times_both_sides_and_puts_the_flag_back():

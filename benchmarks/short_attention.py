@@ -1,0 +1,94 @@
+"""Attention a head at a time (compiled) against the batched products, op alone, at a few shapes.
+
+    python benchmarks/short_attention.py                      # gpt-train's, MiniLM's and longer causal heads
+    python benchmarks/short_attention.py --shape 12,4,64,32 --causal --repeats 50
+
+Times `F.attention_qkv` forward, and forward + backward, on one thread, with
+`seqlab.kernels.SHORT_ATTENTION` off (batched products and the softmax kernel)
+and on (`kernels.short_attention_forward` / `_backward`), alternated in
+rounds; medians in ms and the ratio on / off. The input stays in cache
+between calls: a step's attention reads it from memory, so the gain in a
+step is smaller (`python benchmarks/engine_ab.py gpt-train --switch
+short-attention` times that).
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from _cli import fail, positive_int, run_main
+
+# (B, H, T, D, causal): gpt-train's heads, MiniLM's on 32 padded SST-2 sentences, longer causal ones
+DEFAULT_SHAPES = [(12, 4, 64, 32, True), (32, 12, 44, 32, False), (8, 4, 128, 32, True), (4, 6, 256, 64, True)]
+
+
+def _shape(text: str) -> tuple[int, int, int, int]:
+    try:
+        parts = tuple(int(p) for p in text.split(","))
+    except ValueError:
+        parts = ()
+    if len(parts) != 4 or min(parts) < 1:
+        raise argparse.ArgumentTypeError(f"expected B,H,T,D (four positive integers), got {text!r}")
+    return parts
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shape", type=_shape, help="B,H,T,D (default: four shapes)")
+    p.add_argument("--causal", action="store_true", help="with --shape: a causal mask")
+    p.add_argument("--repeats", type=positive_int, default=20, help="calls per side and round (default 20)")
+    p.add_argument("--rounds", type=positive_int, default=5, help="alternated rounds (default 5)")
+    a = p.parse_args(argv)
+
+    import numpy as np
+
+    import seqlab
+    from seqlab import functional as F
+    from seqlab import kernels
+    from seqlab.bench.harness import set_threads
+
+    if kernels.library() != "numba":
+        fail("needs Numba: pip install 'seqlab[numba]'")
+    set_threads(1)
+    shapes = [a.shape + (a.causal,)] if a.shape else DEFAULT_SHAPES
+    print("| B, H, T, D | mask | forward off / on ms | ratio | forward + backward off / on ms | ratio |")
+    print("|---|---|---|---|---|---|")
+    for B, H, T, D, causal in shapes:
+        rng = np.random.default_rng(0)
+        x = seqlab.tensor(rng.standard_normal((B, T, 3 * H * D)).astype(np.float32), requires_grad=True)
+        g = seqlab.tensor(rng.standard_normal((B, H, T, D)).astype(np.float32))
+
+        def forward():
+            with seqlab.no_grad():
+                F.attention_qkv(x, H, is_causal=causal, need_weights=False)
+
+        def both():
+            out, _ = F.attention_qkv(x, H, is_causal=causal, need_weights=False)
+            (out * g).sum().backward()
+            x.grad = None
+
+        times = {(f, on): [] for f in ("forward", "both") for on in (False, True)}
+        for _ in range(a.rounds):
+            for on in (False, True):
+                kernels.SHORT_ATTENTION = on
+                for name, fn in (("forward", forward), ("both", both)):
+                    fn()
+                    t0 = time.perf_counter()
+                    for _ in range(a.repeats):
+                        fn()
+                    times[name, on].append((time.perf_counter() - t0) / a.repeats * 1e3)
+        kernels.SHORT_ATTENTION = True
+        if kernels.short_attention_plan(*(np.empty((B, H, T, D), np.float32) for _ in range(3)), None, None,
+                                        None) is None:
+            print(f"| {B}, {H}, {T}, {D} | | (the compiled path does not take this shape) | | | |")
+            continue
+        med = {key: statistics.median(v) for key, v in times.items()}
+        mask = "causal" if causal else "none"
+        print(f"| {B}, {H}, {T}, {D} | {mask} | {med['forward', False]:.2f} / {med['forward', True]:.2f} | "
+              f"{med['forward', True] / med['forward', False]:.2f} | {med['both', False]:.2f} / "
+              f"{med['both', True]:.2f} | {med['both', True] / med['both', False]:.2f} |")
+
+
+if __name__ == "__main__":
+    run_main(main)
