@@ -102,15 +102,16 @@ class BertSelfAttention(nn.Module):
         self.value = nn.Linear(c.hidden_size, c.hidden_size)
         self.dropout_p = c.attention_probs_dropout_prob
 
-    def forward(self, h: Tensor, mask) -> tuple[Tensor, Tensor]:
-        """h (B, T, C); mask bool (B, 1, 1, T), True = may attend. Returns (B, T, C) and weights (B, H, T, T)."""
+    def forward(self, h: Tensor, mask, need_weights: bool = True) -> tuple[Tensor, Tensor]:
+        """h (B, T, C); mask bool (B, 1, 1, T), True = may attend. Returns (B, T, C) and weights (B, H, T, T),
+        None when not `need_weights` (then not made where the attention can skip them)."""
         B, T, C = h.shape
         H, D = self.num_heads, self.head_dim
         q = self.query(h).reshape(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
         k = self.key(h).reshape(B, T, H, D).transpose(1, 2)    # (B, H, T, D)
         v = self.value(h).reshape(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
         out, w = F.attention(q, k, v, attn_mask=mask, dropout_p=self.dropout_p if self.training else 0.0,
-                             training=self.training)
+                             training=self.training, need_weights=need_weights)
         return out.transpose(1, 2).reshape(B, T, C), w          # (B, T, C)
 
 
@@ -136,8 +137,8 @@ class BertAttention(nn.Module):
         self.self = BertSelfAttention(c)
         self.output = BertSelfOutput(c, c.hidden_size)
 
-    def forward(self, h: Tensor, mask) -> tuple[Tensor, Tensor]:
-        a, w = self.self(h, mask)
+    def forward(self, h: Tensor, mask, need_weights: bool = True) -> tuple[Tensor, Tensor]:
+        a, w = self.self(h, mask, need_weights)
         return self.output(a, h), w
 
 
@@ -158,8 +159,8 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(c)
         self.output = BertOutput(c, c.intermediate_size)
 
-    def forward(self, h: Tensor, mask) -> tuple[Tensor, Tensor]:
-        h, w = self.attention(h, mask)
+    def forward(self, h: Tensor, mask, need_weights: bool = True) -> tuple[Tensor, Tensor]:
+        h, w = self.attention(h, mask, need_weights)
         return self.output(self.intermediate(h), h), w
 
 
@@ -238,7 +239,7 @@ class BertModel(nn.Module, BertPreTrained):
             mask = backend.to_device(mask, h.device)  # once, not in every layer's attention
         attentions, hidden = [], [h] if output_hidden_states else []
         for layer in self.encoder.layer:
-            h, w = call_layer(self.encoder, layer, h, mask, keep_weights=output_attentions)
+            h, w = call_layer(self.encoder, layer, h, mask, bool(output_attentions), keep_weights=output_attentions)
             if output_attentions:
                 attentions.append(w)
             if output_hidden_states:

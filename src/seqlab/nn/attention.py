@@ -243,7 +243,8 @@ class MultiheadAttention(Module):
             qkv = F.linear(query, self.in_proj_weight, self.in_proj_bias)  # (B, L, 3E)
             mask = self._scores_mask(attn_mask, key_padding_mask, is_causal, position_bias, B, L, L, qkv.dtype, xp)
             out, weights = F.attention_qkv(qkv, H, attn_mask=mask, dropout_p=self.dropout, training=self.training,
-                                           scale=1.0 / math.sqrt(D), weights_grad=need_weights and weights_grad)
+                                           scale=1.0 / math.sqrt(D), weights_grad=need_weights and weights_grad,
+                                           need_weights=need_weights)
             # (B, H, L, D), (B, H, L, L)
             return self._merge_heads(out, weights, need_weights, average_attn_weights, unbatched)
         q, k, v = self._in_projection(query, key, value)  # (B, L, E), (B, S, E), (B, S, E)
@@ -265,7 +266,8 @@ class MultiheadAttention(Module):
             q, k = rotary(q, k)
         mask = self._scores_mask(attn_mask, key_padding_mask, is_causal, position_bias, B, L, S, q.dtype, xp)
         out, weights = F.attention(q, k, v, attn_mask=mask, dropout_p=self.dropout, training=self.training,
-                                   scale=1.0 / math.sqrt(D), weights_grad=need_weights and weights_grad)
+                                   scale=1.0 / math.sqrt(D), weights_grad=need_weights and weights_grad,
+                                   need_weights=need_weights)
         # (B, H, L, D), (B, H, L, S)
         return self._merge_heads(out, weights, need_weights, average_attn_weights, unbatched)
 
