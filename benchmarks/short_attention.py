@@ -79,7 +79,8 @@ def main(argv=None) -> None:
                         fn()
                     times[name, on].append((time.perf_counter() - t0) / a.repeats * 1e3)
         kernels.SHORT_ATTENTION = True
-        if kernels.short_attention_plan(*(np.empty((B, H, T, D), np.float32) for _ in range(3)), None, None,
+        block = np.triu(np.ones((T, T), bool), 1) if causal else None  # True = hidden
+        if kernels.short_attention_plan(*(np.empty((B, H, T, D), np.float32) for _ in range(3)), None, block,
                                         None) is None:
             print(f"| {B}, {H}, {T}, {D} | | (the compiled path does not take this shape) | | | |")
             continue

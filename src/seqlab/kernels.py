@@ -447,8 +447,9 @@ def short_attention_plan(q, k, v, bias, block, keep):
     """The block rows `short_attention_forward` takes — (block (R, Tk) bool, row map) — when it takes these
     arguments: the kernels on, q (B, H, Tq, D), k (B, H, Tk, D), v (B, H, Tk, Dv) float32 with rows
     contiguous (strided head views are fine), D and Dv multiples of 16, D < Tk ≤ `SHORT_MAX_KEYS` (where
-    attention would otherwise compute its weights twice), no float bias, a bool `block` broadcastable to
-    the scores, dropout's `keep` of the scores' shape. Else None."""
+    attention would otherwise compute its weights twice), no float bias, a bool `block` (a causal mask,
+    padding) broadcastable to the scores, or none for at most 4 queries (generation with a KV cache),
+    dropout's `keep` of the scores' shape. Else None."""
     if not SHORT_ATTENTION or bias is not None or _module() is None:
         return None
     if not (_rows_ok(q) and _rows_ok(k) and _rows_ok(v)):
@@ -461,8 +462,8 @@ def short_attention_plan(q, k, v, bias, block, keep):
         return None
     if keep is not None and (type(keep) is not np.ndarray or keep.dtype != np.bool_ or keep.shape != (B, H, tq, tk)):
         return None
-    if block is None:
-        return _NO_BLOCK_ROWS, _NO_ROWS
+    if block is None:  # nothing to skip: for whole sequences the batched products are as fast (docs/results.md)
+        return (_NO_BLOCK_ROWS, _NO_ROWS) if tq <= 4 else None  # one token at a time (a KV cache): faster here
     if type(block) is not np.ndarray or block.dtype != np.bool_ or not 0 < block.ndim <= 4:
         return None
     lead = (1,) * (4 - block.ndim) + block.shape[:-1]

@@ -191,14 +191,14 @@ def test_linear_products_times_three_products_a_layer_and_sums_them():
 
 
 def test_short_attention_times_both_paths_and_says_where_it_does_not_apply():
-    """One table row per shape, both sides timed; a shape the compiled path declines (T <= D) says so."""
+    """One table row per shape, both sides timed; a shape the compiled path declines (no mask) says so."""
     pytest.importorskip("numba")
     proc = run_script("short_attention.py", "--shape", "2,2,40,16", "--causal", "--repeats", "1", "--rounds", "1")
     assert proc.returncode == 0, proc.stderr
     row = proc.stdout.strip().splitlines()[-1].split("|")
     assert row[1].strip() == "2, 2, 40, 16" and row[2].strip() == "causal", proc.stdout
     assert all(float(t) > 0 for t in row[3].split("/") + row[5].split("/")), proc.stdout
-    proc = run_script("short_attention.py", "--shape", "2,2,16,16", "--repeats", "1", "--rounds", "1")
+    proc = run_script("short_attention.py", "--shape", "2,2,40,16", "--repeats", "1", "--rounds", "1")  # no mask
     assert proc.returncode == 0 and "does not take this shape" in proc.stdout, proc.stdout + proc.stderr
 
 
