@@ -463,7 +463,7 @@ def short_attention_plan(q, k, v, bias, block, keep):
     if keep is not None and (type(keep) is not np.ndarray or keep.dtype != np.bool_ or keep.shape != (B, H, tq, tk)):
         return None
     if block is None:  # nothing to skip: for whole sequences the batched products are as fast (docs/results.md)
-        return (_NO_BLOCK_ROWS, _NO_ROWS) if tq <= 4 else None  # one token at a time (a KV cache): faster here
+        return (_NO_BLOCK_ROWS, _NO_ROWS) if tq <= 4 else None  # a KV cache's few new queries: one pass a head
     if type(block) is not np.ndarray or block.dtype != np.bool_ or not 0 < block.ndim <= 4:
         return None
     lead = (1,) * (4 - block.ndim) + block.shape[:-1]
