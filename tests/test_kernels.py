@@ -449,7 +449,15 @@ def test_parallel_twins_give_the_same_values_bitwise(two_threads, monkeypatch):
                 kernels.gelu_backward(x, g, y=kernels.gelu_forward(x)),
                 kernels.embedding_backward(ids, wide, 7),  # 7 rows in the twin's 8 blocks: one block empty
                 *(f for act in kernels.ACTIVATIONS for key in (None, 2**64 - 5) for f in bias_act(act, key)),
-                *sums())
+                *sums(), *short_attention())
+
+    q, k, v, dout = (f32(1, 3, 21, 16) for _ in range(4))  # short attention: 3 heads, 2 threads take 1 and 2
+    block, keep_w = np.triu(np.ones((21, 21), bool), 1), rng.random((1, 3, 21, 21)) > 0.2
+
+    def short_attention():
+        plan = kernels.short_attention_plan(q, k, v, None, block, keep_w)
+        out, wts, stats = kernels.short_attention_forward(q, k, v, 0.25, plan, keep_w, 1.25)
+        return (out, wts, *stats, *kernels.short_attention_backward(q, k, v, dout, 0.25, plan, keep_w, 1.25, stats))
 
     def sums():  # no serial twins: on one thread these are NumPy's own a + b and y += b
         total = kernels.add(big, big[::-1].copy())
@@ -464,7 +472,7 @@ def test_parallel_twins_give_the_same_values_bitwise(two_threads, monkeypatch):
         return (out, *kernels.bias_act_dropout_backward(g, x, b, out, act, key, 2**31, 2.0))
 
     twins = {n for n in dir(compiled) if n.endswith("_parallel") and not n.startswith("_")}
-    assert len(twins) == 16
+    assert len(twins) == 18
     called = set()
     for name in twins:
         real = getattr(compiled, name)

@@ -202,21 +202,16 @@ def test_short_attention_times_both_paths_and_says_where_it_does_not_apply():
     assert proc.returncode == 0 and "does not take this shape" in proc.stdout, proc.stdout + proc.stderr
 
 
-def test_engine_ab_short_attention_switch_times_both_sides():
+@pytest.mark.parametrize("switch, sides", [("fused-ff", ["on ops", "on one op (F.bias_act_dropout)", "(fused)"]),
+                                           ("short-attention", ["on batched ", "on a head at a time", "(heads)"])])
+def test_engine_ab_one_thread_switches_time_both_sides(switch, sides):
+    """--switch fused-ff alternates the feed-forward's three ops and F.bias_act_dropout, short-attention the
+    batched products and the compiled heads (gpt-train: small)."""
     pytest.importorskip("numba")
-    proc = run_script("engine_ab.py", "gpt-train", "--switch", "short-attention", "--rounds", "1", "--steps", "1")
+    proc = run_script("engine_ab.py", "gpt-train", "--switch", switch, "--rounds", "1", "--steps", "1")
     assert proc.returncode == 0, proc.stderr
     line = proc.stdout.strip().splitlines()[-1]
-    assert "on batched " in line and "on a head at a time" in line and "(heads)" in line, line
-
-
-def test_engine_ab_fused_ff_switch_times_both_sides_and_puts_the_flag_back():
-    """--switch fused-ff alternates the feed-forward's three ops and F.bias_act_dropout (gpt-train: small)."""
-    pytest.importorskip("numba")
-    proc = run_script("engine_ab.py", "gpt-train", "--switch", "fused-ff", "--rounds", "1", "--steps", "1")
-    assert proc.returncode == 0, proc.stderr
-    line = proc.stdout.strip().splitlines()[-1]
-    assert "on ops" in line and "on one op (F.bias_act_dropout)" in line and "(fused)" in line, line
+    assert all(side in line for side in sides), line
 
 
 @pytest.mark.parametrize("switch, sides", [("min-parallel", ["on 2^15", "(2^19)", "parallel twins from 524,288 values"]),
