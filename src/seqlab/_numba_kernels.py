@@ -29,6 +29,12 @@ in block order, so the two give the same values bitwise, on any number of
 threads. (The two sums `add_parallel` and `add_rows_parallel` have no serial
 twin: on one thread NumPy's loop is the same.)
 
+Attention on short sequences (`short_attention_forward` / `_backward`) goes
+one step further: a whole head's products, softmax and gradients in one
+pass, its matrix products on a small vector tile written as LLVM IR (see its
+section below); its parallel twin shares out whole heads, each computed as
+on one thread.
+
 Compiled on first use and cached next to this file (or in Numba's user cache
 folder when that is read-only), so later processes load them in milliseconds.
 """
