@@ -201,3 +201,39 @@ def test_gpt_generation_and_attentions_through_the_kernel(short_on):
         a = model.generate(ids[:, :20], max_new_tokens=8, do_sample=False, use_cache=True)
         b = model.generate(ids[:, :20], max_new_tokens=8, do_sample=False, use_cache=False)
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_cross_attention_with_padding_matches_float64():
+    """Queries and keys of different lengths (a decoder attending to an encoder's padded output)."""
+    rng = np.random.default_rng(9)
+    B, H, Tq, Tk, D = 3, 2, 23, 40, 16
+    arrays = [rng.standard_normal((B, H, t, D)) for t in (Tq, Tk, Tk)]
+    g = rng.standard_normal((B, H, Tq, D))
+    mask = np.ones((B, 1, 1, Tk), bool)
+    mask[1, ..., 25:] = False
+    mask[2, ..., 1:] = False
+    got, want = [], []
+    for dtype, into in ((np.float32, got), (np.float64, want)):
+        ts = [seqlab.tensor(a.astype(dtype), requires_grad=True) for a in arrays]
+        out, w = F.attention(*ts, attn_mask=mask)
+        (out * seqlab.tensor(g.astype(dtype))).sum().backward()
+        into += [out.numpy(), w.numpy()] + [np.asarray(t.grad) for t in ts]
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, atol=F32 * max(1.0, np.abs(b).max()), rtol=0)
+
+
+def test_double_backward_through_the_compiled_path(monkeypatch):
+    """create_graph=True: the gradient of a function of the first gradients equals the batched path's."""
+    rng = np.random.default_rng(12)
+    arrays = [rng.standard_normal((2, 2, 20, 16)).astype(np.float32) for _ in range(3)]
+
+    def second(short):
+        monkeypatch.setattr(kernels, "SHORT_ATTENTION", short)
+        ts = [seqlab.tensor(a, requires_grad=True) for a in arrays]
+        out, _ = F.attention(*ts, is_causal=True)
+        gq, gk, gv = seqlab.autograd.grad((out ** 2).sum(), ts, create_graph=True)
+        ((gq * gk).sum() + (gv ** 2).sum()).backward()
+        return [np.asarray(t.grad) for t in ts]
+
+    for a, b in zip(second(True), second(False)):
+        np.testing.assert_allclose(a, b, atol=1e-4, rtol=1e-4)
