@@ -397,10 +397,11 @@ _NO_ROWS = np.empty(0, np.int64)
 _NO_ROWS.flags.writeable = False  # as _row_map's: one compiled type for both
 
 
-def _bias_rows(shape, bias):
-    """For a bias that `softmax_rows` takes (NumPy float32, broadcastable to `shape` along every axis but
-    the last, which it has whole): which of its rows (bias.reshape(-1, K)) each row of s gets; else None."""
-    if type(bias) is not np.ndarray or bias.dtype != _FLOAT32 or bias.ndim == 0 or bias.ndim > len(shape):
+def _bias_rows(shape, bias, dtype=_FLOAT32):
+    """For a bias that `softmax_rows` takes (NumPy `dtype`, broadcastable to `shape` along every axis but
+    the last, which it has whole): which of its rows (bias.reshape(-1, K)) each row of s gets; else None.
+    (Short attention's bool mask goes by the same rule.)"""
+    if type(bias) is not np.ndarray or bias.dtype != dtype or bias.ndim == 0 or bias.ndim > len(shape):
         return None
     lead = (1,) * (len(shape) - bias.ndim) + bias.shape[:-1]
     if bias.shape[-1] != shape[-1] or any(b not in (1, n) for b, n in zip(lead, shape[:-1])):
@@ -464,13 +465,10 @@ def short_attention_plan(q, k, v, bias, block, keep):
         return None
     if block is None:  # nothing to skip: for whole sequences the batched products are as fast (docs/results.md)
         return (_NO_BLOCK_ROWS, _NO_ROWS) if tq <= 4 else None  # a KV cache's few new queries: one pass a head
-    if type(block) is not np.ndarray or block.dtype != np.bool_ or not 0 < block.ndim <= 4:
-        return None
-    lead = (1,) * (4 - block.ndim) + block.shape[:-1]
-    if block.shape[-1] not in (1, tk) or any(b not in (1, n) for b, n in zip(lead, (B, H, tq))):
-        return None
-    rows = np.ascontiguousarray(np.broadcast_to(block, block.shape[:-1] + (tk,)).reshape(-1, tk))
-    return rows, _row_map((B, H, tq), lead[:3])
+    if type(block) is np.ndarray and block.ndim and block.shape[-1] == 1:  # the same for every key
+        block = np.broadcast_to(block, block.shape[:-1] + (tk,))
+    rows = _bias_rows((B, H, tq, tk), block, np.dtype(np.bool_))
+    return None if rows is None else (np.ascontiguousarray(block).reshape(-1, tk), rows)
 
 
 def short_attention_forward(q, k, v, scale: float, plan, keep, pscale, need_weights: bool = True):
