@@ -1183,7 +1183,7 @@ def short_attention_forward_parallel(q, k, v, scale, block, brow, keep, dropped,
 
 
 @_jit_sums
-def _short_backward_heads(q, k, v, g, scale, block, brow, seen, holes, keep, dropped, pscale, m, t,
+def _short_backward_heads(q, k, v, g, scale, block, brow, seen, holes, keep, dropped, pscale, m, t, w, have_w,
                           dq, dk, dv, lo, hi):  # pragma: no cover - compiled
     """Heads lo..hi of `short_attention_backward`, on buffers of their own."""
     _, n_heads, tq, d = q.shape
@@ -1203,6 +1203,7 @@ def _short_backward_heads(q, k, v, g, scale, block, brow, seen, holes, keep, dro
         qh, kh, vh, gh = q[b, h], k[b, h], v[b, h], g[b, h]
         dqh, dkh, dvh, mh, th = dq[b, h], dk[b, h], dv[b, h], m[b, h], t[b, h]
         keeph = keep[b, h] if dropped else keep[0, 0]
+        wh = w[b, h] if have_w else w[0, 0]
         sq, sk, sg = qh.strides[0] // 4, kh.strides[0] // 4, gh.strides[0] // 4
         sdq, sdk, sdv = dqh.strides[0] // 4, dkh.strides[0] // 4, dvh.strides[0] // 4
         _transpose_into(kh, kt)
@@ -1217,14 +1218,21 @@ def _short_backward_heads(q, k, v, g, scale, block, brow, seen, holes, keep, dro
                 n = max(n, vis[i0 + r])
             if n > 0:
                 cols = (n + LANES - 1) // LANES * LANES
-                _gemm(_address(qh) + 4 * i0 * sq, sq, 1, _address(kt), tkp, _address(s), tkp, rows, cols, d, scale)
+                if not have_w:
+                    _gemm(_address(qh) + 4 * i0 * sq, sq, 1, _address(kt), tkp, _address(s), tkp, rows, cols, d,
+                          scale)
                 _gemm(_address(gh) + 4 * i0 * sg, sg, 1, _address(vt), tkp, _address(gp), tkp, rows, cols, dvn, _ONE)
             for r in range(rows):
                 i = i0 + r
                 nv = vis[i]
-                mrow = brow[bh * tq + i] if masked else 0
-                _weights_row(s[r], nv, block[mrow] if masked else unmasked, masked and holes[mrow], mh[i], th[i], True)
-                p, dp, pdr, dsr = s[r], gp[r], pd[i], ds[i]
+                if have_w:  # the forward's weights, kept
+                    p = wh[i]
+                else:
+                    mrow = brow[bh * tq + i] if masked else 0
+                    _weights_row(s[r], nv, block[mrow] if masked else unmasked, masked and holes[mrow], mh[i], th[i],
+                                 True)
+                    p = s[r]
+                dp, pdr, dsr = gp[r], pd[i], ds[i]
                 if dropped:
                     kr = keeph[i]
                     for j in range(nv):
@@ -1269,22 +1277,23 @@ def _short_backward_heads(q, k, v, g, scale, block, brow, seen, holes, keep, dro
 
 
 @_jit_sums
-def short_attention_backward(q, k, v, g, scale, block, brow, keep, dropped, pscale, m, t, dq, dk, dv,
+def short_attention_backward(q, k, v, g, scale, block, brow, keep, dropped, pscale, m, t, w, have_w, dq, dk, dv,
                              parts):  # pragma: no cover - compiled
     """dq, dk, dv of `short_attention_forward` for the output's gradient g (B, H, Tq, Dv), written into
     dq, dk, dv (laid out as q, k, v may be: rows contiguous); m, t the forward's row max and sum. The
-    weights are made again from q and k as the forward made them (the same values bitwise)."""
+    weights are the forward's w (B, H, Tq, Tk, C-contiguous) when `have_w`, else made again from q and k as
+    the forward made them (the same values bitwise)."""
     seen, holes = _mask_rows(block, k.shape[2])
-    _short_backward_heads(q, k, v, g, scale, block, brow, seen, holes, keep, dropped, pscale, m, t, dq, dk, dv,
-                          0, q.shape[0] * q.shape[1])
+    _short_backward_heads(q, k, v, g, scale, block, brow, seen, holes, keep, dropped, pscale, m, t, w, have_w,
+                          dq, dk, dv, 0, q.shape[0] * q.shape[1])
 
 
 @_jit_sums_parallel
-def short_attention_backward_parallel(q, k, v, g, scale, block, brow, keep, dropped, pscale, m, t,
+def short_attention_backward_parallel(q, k, v, g, scale, block, brow, keep, dropped, pscale, m, t, w, have_w,
                                       dq, dk, dv, parts):  # pragma: no cover - compiled
     seen, holes = _mask_rows(block, k.shape[2])
     n = q.shape[0] * q.shape[1]
     parts = max(1, min(n, parts))
     for c in prange(parts):
-        _short_backward_heads(q, k, v, g, scale, block, brow, seen, holes, keep, dropped, pscale, m, t,
+        _short_backward_heads(q, k, v, g, scale, block, brow, seen, holes, keep, dropped, pscale, m, t, w, have_w,
                               dq, dk, dv, c * n // parts, (c + 1) * n // parts)

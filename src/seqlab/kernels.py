@@ -447,10 +447,10 @@ def _rows_ok(x) -> bool:
 def short_attention_plan(q, k, v, bias, block, keep):
     """The block rows `short_attention_forward` takes — (block (R, Tk) bool, row map) — when it takes these
     arguments: the kernels on, q (B, H, Tq, D), k (B, H, Tk, D), v (B, H, Tk, Dv) float32 with rows
-    contiguous (strided head views are fine), D and Dv multiples of 16, D < Tk ≤ `SHORT_MAX_KEYS` (where
-    attention would otherwise compute its weights twice), no float bias, a bool `block` (a causal mask,
-    padding) broadcastable to the scores, or none for at most 4 queries (generation with a KV cache),
-    dropout's `keep` of the scores' shape. Else None."""
+    contiguous (strided head views are fine), D and Dv multiples of 16, Tk ≤ `SHORT_MAX_KEYS`, no float
+    bias, a bool `block` (a causal mask, padding) broadcastable to the scores, or none for at most 4 queries
+    (generation with a KV cache) or where the heads run on more than one thread, dropout's `keep` of the
+    scores' shape. Else None."""
     if not SHORT_ATTENTION or bias is not None or _module() is None:
         return None
     if not (_rows_ok(q) and _rows_ok(k) and _rows_ok(v)):
@@ -459,12 +459,14 @@ def short_attention_plan(q, k, v, bias, block, keep):
     tk, dv = k.shape[2], v.shape[3]
     lanes = _module().LANES
     if (k.shape != (B, H, tk, d) or v.shape[:3] != (B, H, tk) or d % lanes or dv % lanes
-            or not d < tk <= SHORT_MAX_KEYS):
+            or not 0 < tk <= SHORT_MAX_KEYS):
         return None
     if keep is not None and (type(keep) is not np.ndarray or keep.dtype != np.bool_ or keep.shape != (B, H, tq, tk)):
         return None
-    if block is None:  # nothing to skip: for whole sequences the batched products are as fast (docs/results.md)
-        return (_NO_BLOCK_ROWS, _NO_ROWS) if tq <= 4 else None  # a KV cache's few new queries: one pass a head
+    if block is None:  # nothing to skip: on one thread the batched products are as fast (docs/results.md)
+        if tq <= 4 or _parallel_twin(_module(), "short_attention_forward", q.size * tk // 8) is not None:
+            return _NO_BLOCK_ROWS, _NO_ROWS  # a KV cache's few new queries, or heads shared between threads
+        return None
     if type(block) is np.ndarray and block.ndim and block.shape[-1] == 1:  # the same for every key
         block = np.broadcast_to(block, block.shape[:-1] + (tk,))
     rows = _bias_rows((B, H, tq, tk), block, np.dtype(np.bool_))
@@ -491,8 +493,10 @@ def short_attention_forward(q, k, v, scale: float, plan, keep, pscale, need_weig
 
 
 def short_attention_backward(q, k, v, g, scale: float, plan, keep, pscale, stats, outs=(None, None, None)):
-    """(dq, dk, dv) of `short_attention_forward` for the output's gradient g; `stats` its third result.
-    `outs`: views to write dq, dk, dv into (rows contiguous), else new arrays laid out as (B, T, H, D)."""
+    """(dq, dk, dv) of `short_attention_forward` for the output's gradient g; `stats` its third result, or
+    (max, sum, weights) with its weights (B, H, Tq, Tk) kept, which backward then reads instead of making
+    them again. `outs`: views to write dq, dk, dv into (rows contiguous), else new arrays laid out as
+    (B, T, H, D)."""
     k_mod = _module()
     if not _rows_ok(g):
         g = np.ascontiguousarray(g)
@@ -503,7 +507,8 @@ def short_attention_backward(q, k, v, g, scale: float, plan, keep, pscale, stats
     block, rows = plan
     _twin(k_mod, "short_attention_backward", q.size * tk // 8)(
         q, k, v, g, _FLOAT32.type(scale), block, rows, _NO_KEEP if keep is None else keep, keep is not None,
-        _FLOAT32.type(pscale), stats[0], stats[1], dq, dk, dvv, threads())
+        _FLOAT32.type(pscale), stats[0], stats[1], stats[2] if len(stats) > 2 else _NO_WEIGHTS, len(stats) > 2,
+        dq, dk, dvv, threads())
     return dq, dk, dvv
 
 

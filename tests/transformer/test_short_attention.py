@@ -62,7 +62,8 @@ def short_on(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize("B,T,H,D", [(2, 64, 2, 32), (3, 45, 2, 16), (2, 17, 1, 16), (1, 130, 2, 32)])
+@pytest.mark.parametrize("B,T,H,D", [(2, 64, 2, 32), (3, 45, 2, 16), (2, 17, 1, 16), (1, 130, 2, 32),
+                                     (2, 16, 2, 32), (2, 9, 1, 16)])
 @pytest.mark.parametrize("kind", ["none", "causal", "padding", "holes"])
 def test_values_and_gradients_match_float64_attention(B, T, H, D, kind, short_on):
     rng = np.random.default_rng(T + D)
@@ -70,7 +71,7 @@ def test_values_and_gradients_match_float64_attention(B, T, H, D, kind, short_on
     g = rng.standard_normal((B, H, T, D)).astype(np.float32)
     mask = _mask(kind, B, T, rng)
     got = _attend(x, g, H, mask, 0.0, np.float32)
-    assert bool(short_on) == (kind != "none"), "the compiled path runs where a mask hides keys, only there"
+    assert bool(short_on) == (kind != "none"), "on one thread the compiled path runs where a mask hides keys"
     want = _attend(x, g, H, mask, 0.0, np.float64)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, atol=F32 * max(1.0, np.abs(b).max()), rtol=0)
@@ -155,17 +156,22 @@ def test_need_weights_false_gives_none_and_the_same_output():
     np.testing.assert_array_equal(out.numpy(), out2.numpy())
 
 
-@pytest.mark.parametrize("case", ["head dim 24", "keys <= head dim", "float bias", "float64", "too long"])
+@pytest.mark.parametrize("case", ["head dim 24", "no mask, one thread", "float bias", "float64", "too long"])
 def test_declines_where_it_does_not_apply(case, monkeypatch):
-    """Each case runs the batched path (the kernel is not called) and still gives attention's values."""
+    """Each case runs the batched path (the kernel is not called) and still gives attention's values; the
+    same arguments with only the case's cause taken away do run the kernel (a causal mask, one thread)."""
     called = []
     monkeypatch.setattr(kernels, "short_attention_forward", lambda *a, **kw: called.append(1))
+    monkeypatch.setattr(kernels, "_threads", 1)
     rng = np.random.default_rng(0)
-    B, H, T, D, mask, dtype = 2, 2, 40, 16, None, np.float32
+    B, H, T, D, dtype = 2, 2, 40, 16, np.float32
+    mask = np.tril(np.ones((T, T), bool))
+    base = [np.empty((B, H, T, D), np.float32) for _ in range(3)]
+    assert kernels.short_attention_plan(*base, None, ~mask, None) is not None
     if case == "head dim 24":
         D = 24
-    elif case == "keys <= head dim":
-        T = 16
+    elif case == "no mask, one thread":
+        mask = None
     elif case == "float bias":
         mask = rng.standard_normal((T, T)).astype(np.float32)
     elif case == "float64":
@@ -175,7 +181,9 @@ def test_declines_where_it_does_not_apply(case, monkeypatch):
     q, k, v = (seqlab.tensor(rng.standard_normal((B, H, T, D)).astype(dtype)) for _ in range(3))
     out, w = F.attention(q, k, v, attn_mask=mask)
     assert not called
-    s = q.numpy() @ k.numpy().swapaxes(-1, -2) / np.sqrt(D) + (0 if mask is None else mask)
+    s = q.numpy() @ k.numpy().swapaxes(-1, -2) / np.sqrt(D)
+    if mask is not None:
+        s = s + mask if mask.dtype != bool else np.where(mask, s, -np.inf)
     p = np.exp(s - s.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     np.testing.assert_allclose(out.numpy(), p @ v.numpy(), atol=1e-5, rtol=0)
@@ -237,3 +245,46 @@ def test_double_backward_through_the_compiled_path(monkeypatch):
 
     for a, b in zip(second(True), second(False)):
         np.testing.assert_allclose(a, b, atol=1e-4, rtol=1e-4)
+
+
+def test_keys_up_to_the_head_dim_keep_the_weights_for_backward(short_on):
+    """Tk <= D (encoder-train's 64 keys on 64 dims): the forward keeps its weights, which the caller gets
+    read-only, and backward reads them instead of making them again: the same gradients bitwise."""
+    rng = np.random.default_rng(13)
+    B, H, T, D = 3, 2, 20, 32
+    q, k, v, g = (rng.standard_normal((B, H, T, D)).astype(np.float32) for _ in range(4))
+    mask = np.ones((B, 1, 1, T), bool)
+    mask[1, ..., 12:] = False
+    ts = [seqlab.tensor(a, requires_grad=True) for a in (q, k, v)]
+    out, w = F.attention(*ts, attn_mask=mask, dropout_p=0.0)
+    assert short_on and not w.numpy().flags.writeable
+    (out * seqlab.tensor(g)).sum().backward()
+    plan = kernels.short_attention_plan(q, k, v, None, ~mask, None)
+    assert plan is not None
+    _, kept, stats = kernels.short_attention_forward(q, k, v, 1 / np.sqrt(D), plan, None, 1.0)
+    again = kernels.short_attention_backward(q, k, v, g, 1 / np.sqrt(D), plan, None, 1.0, stats)
+    read = kernels.short_attention_backward(q, k, v, g, 1 / np.sqrt(D), plan, None, 1.0, stats + (kept,))
+    for a, b, t in zip(again, read, ts):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, np.asarray(t.grad))
+    np.testing.assert_array_equal(kept, w.numpy())
+
+
+def test_whole_sequences_on_two_threads_take_the_kernel(short_on, monkeypatch):
+    """No mask (nothing to skip), but more than one thread: the heads are shared between the threads; the
+    values are those of one thread's batched path."""
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal((2, 24, 3 * 2 * 16)).astype(np.float32)
+    g = rng.standard_normal((2, 2, 24, 16)).astype(np.float32)
+    one = _attend(x, g, 2, None, 0.0, np.float32)
+    assert not short_on
+    monkeypatch.setattr(kernels, "MIN_PARALLEL", 0)
+    old = kernels._threads
+    kernels.set_threads(2)
+    try:
+        two = _attend(x, g, 2, None, 0.0, np.float32)
+    finally:
+        kernels.set_threads(old)
+    assert short_on or not kernels._parallel_ok()
+    for a, b in zip(one, two):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)

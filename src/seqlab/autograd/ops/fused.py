@@ -590,9 +590,16 @@ class Attention(Function):
         self.scale = scale
         self.plan = kernels.short_attention_plan(q, k, v, bias, block, keep_mask)
         if self.plan is not None:  # a head at a time, compiled (kernels.short_attention_forward)
-            out, self.weights, stats = kernels.short_attention_forward(q, k, v, scale, self.plan, keep_mask,
-                                                                       self.pscale or 1.0, need_weights)
-            if any(self.needs_input_grad):
+            grads = any(self.needs_input_grad)
+            keep_w = grads and k.shape[-2] <= q.shape[-1]  # Tk <= D: keep the weights, as below
+            out, w, stats = kernels.short_attention_forward(q, k, v, scale, self.plan, keep_mask,
+                                                            self.pscale or 1.0, need_weights or keep_w)
+            if keep_w:
+                stats += (w,)
+                w = w.view()  # the caller's copy read-only: writing into it would corrupt backward
+                w.flags.writeable = False
+            self.weights = w if need_weights else None
+            if grads:
                 self.saved = (q, k, v, bias, block, stats)
             return out
         w, stats = attention_weights(q, k, bias, block, scale, with_stats=True)
