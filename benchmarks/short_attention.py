@@ -1,9 +1,10 @@
 """Attention a head at a time (compiled) against the batched products, op alone, at a few shapes.
 
-    python benchmarks/short_attention.py                      # gpt-train's, MiniLM's and longer causal heads
-    python benchmarks/short_attention.py --shape 12,4,64,32 --causal --repeats 50
+    python benchmarks/short_attention.py                      # gpt-train's, MiniLM's, encoder-train's, longer
+    python benchmarks/short_attention.py --threads 2          # the same, the heads shared between two threads
+    python benchmarks/short_attention.py --shape 12,4,64,32 --mask causal --repeats 50
 
-Times `F.attention_qkv` forward, and forward + backward, on one thread, with
+Times `F.attention_qkv` forward, and forward + backward, on `--threads` threads, with
 `seqlab.kernels.SHORT_ATTENTION` off (batched products and the softmax kernel)
 and on (`kernels.short_attention_forward` / `_backward`), alternated in
 rounds; medians in ms and the ratio on / off. The input stays in cache
@@ -19,8 +20,12 @@ import time
 
 from _cli import fail, positive_int, run_main
 
-# (B, H, T, D, causal): gpt-train's heads, MiniLM's on 32 padded SST-2 sentences, longer causal ones
-DEFAULT_SHAPES = [(12, 4, 64, 32, True), (32, 12, 44, 32, False), (8, 4, 128, 32, True), (4, 6, 256, 64, True)]
+# (B, H, T, D, mask, dropout): gpt-train's heads, MiniLM's on 32 SST-2 sentences padded to the longest (the
+# row with no mask: their whole lengths), encoder-train's (padded tails, lengths 16..64, dropout 0.1: Tk = D,
+# so backward keeps the weights), longer causal ones
+DEFAULT_SHAPES = [(12, 4, 64, 32, "causal", 0.0), (32, 12, 44, 32, "none", 0.0), (32, 4, 64, 64, "padding", 0.1),
+                  (8, 4, 128, 32, "causal", 0.0), (4, 6, 256, 64, "causal", 0.0)]
+MASKS = ("none", "causal", "padding")
 
 
 def _shape(text: str) -> tuple[int, int, int, int]:
@@ -33,10 +38,23 @@ def _shape(text: str) -> tuple[int, int, int, int]:
     return parts
 
 
+def _probability(text: str) -> float:
+    try:
+        p = float(text)
+    except ValueError:
+        p = -1.0
+    if not 0.0 <= p < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a dropout probability in [0, 1), got {text!r}")
+    return p
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shape", type=_shape, help="B,H,T,D (default: four shapes)")
-    p.add_argument("--causal", action="store_true", help="with --shape: a causal mask")
+    p.add_argument("--mask", choices=MASKS, default="none",
+                   help="with --shape: none, causal, or padding (each sequence's tail hidden, lengths T/4..T)")
+    p.add_argument("--dropout", type=_probability, default=0.0, help="with --shape: dropout on the weights (default 0)")
+    p.add_argument("--threads", type=positive_int, default=1, help="BLAS and kernel threads (default 1)")
     p.add_argument("--repeats", type=positive_int, default=20, help="calls per side and round (default 20)")
     p.add_argument("--rounds", type=positive_int, default=5, help="alternated rounds (default 5)")
     a = p.parse_args(argv)
@@ -50,21 +68,34 @@ def main(argv=None) -> None:
 
     if kernels.library() != "numba":
         fail("needs Numba: pip install 'seqlab[numba]'")
-    set_threads(1)
-    shapes = [a.shape + (a.causal,)] if a.shape else DEFAULT_SHAPES
+    set_threads(a.threads)
+    shapes = [a.shape + (a.mask, a.dropout)] if a.shape else DEFAULT_SHAPES
     print("| B, H, T, D | mask | forward off / on ms | ratio | forward + backward off / on ms | ratio |")
     print("|---|---|---|---|---|---|")
-    for B, H, T, D, causal in shapes:
+    for B, H, T, D, kind, p_drop in shapes:
         rng = np.random.default_rng(0)
         x = seqlab.tensor(rng.standard_normal((B, T, 3 * H * D)).astype(np.float32), requires_grad=True)
         g = seqlab.tensor(rng.standard_normal((B, H, T, D)).astype(np.float32))
+        mask = None  # True = may attend (torch SDPA's bool mask)
+        if kind == "padding":
+            lengths = rng.integers(max(1, T // 4), T + 1, B)
+            lengths[0] = T
+            mask = (np.arange(T) < lengths[:, None])[:, None, None, :]
+        causal = kind == "causal"
+        label = kind + (f", dropout {p_drop:g}" if p_drop else "")
+        block = np.triu(np.ones((T, T), bool), 1) if causal else None if mask is None else ~mask  # True = hidden
+        keep = np.ones((B, H, T, T), bool) if p_drop else None
+        if kernels.short_attention_plan(*(np.empty((B, H, T, D), np.float32) for _ in range(3)), None, block,
+                                        keep) is None:
+            print(f"| {B}, {H}, {T}, {D} | {label} | (the compiled path does not take this shape) | | | |")
+            continue
 
         def forward():
             with seqlab.no_grad():
-                F.attention_qkv(x, H, is_causal=causal, need_weights=False)
+                F.attention_qkv(x, H, attn_mask=mask, dropout_p=p_drop, is_causal=causal, need_weights=False)
 
         def both():
-            out, _ = F.attention_qkv(x, H, is_causal=causal, need_weights=False)
+            out, _ = F.attention_qkv(x, H, attn_mask=mask, dropout_p=p_drop, is_causal=causal, need_weights=False)
             (out * g).sum().backward()
             x.grad = None
 
@@ -79,17 +110,10 @@ def main(argv=None) -> None:
                         fn()
                     times[name, on].append((time.perf_counter() - t0) / a.repeats * 1e3)
         kernels.SHORT_ATTENTION = True
-        block = np.triu(np.ones((T, T), bool), 1) if causal else None  # True = hidden
-        if kernels.short_attention_plan(*(np.empty((B, H, T, D), np.float32) for _ in range(3)), None, block,
-                                        None) is None:
-            print(f"| {B}, {H}, {T}, {D} | | (the compiled path does not take this shape) | | | |")
-            continue
         med = {key: statistics.median(v) for key, v in times.items()}
-        mask = "causal" if causal else "none"
-        print(f"| {B}, {H}, {T}, {D} | {mask} | {med['forward', False]:.2f} / {med['forward', True]:.2f} | "
+        print(f"| {B}, {H}, {T}, {D} | {label} | {med['forward', False]:.2f} / {med['forward', True]:.2f} | "
               f"{med['forward', True] / med['forward', False]:.2f} | {med['both', False]:.2f} / "
               f"{med['both', True]:.2f} | {med['both', True] / med['both', False]:.2f} |")
-
 
 if __name__ == "__main__":
     run_main(main)

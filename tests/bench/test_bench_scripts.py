@@ -70,6 +70,7 @@ BAD_ARGUMENTS = [  # (script, arguments, words the message must contain): exit c
     ("attention_products.py", ["--repeats", "0"], ["--repeats"]),
     ("short_attention.py", ["--shape", "12,4,64"], ["--shape", "B,H,T,D"]),
     ("short_attention.py", ["--rounds", "0"], ["--rounds", ">= 1"]),
+    ("short_attention.py", ["--dropout", "1.5"], ["--dropout", "[0, 1)"]),
     ("linear_products.py", ["--layers", "128x"], ["--layers", "''"]),
     ("linear_products.py", ["--layers", "128"], ["--layers", "IN x OUT"]),
     ("linear_products.py", ["--layers", "128x0"], ["--layers", ">= 1"]),
@@ -193,11 +194,13 @@ def test_linear_products_times_three_products_a_layer_and_sums_them():
 def test_short_attention_times_both_paths_and_says_where_it_does_not_apply():
     """One table row per shape, both sides timed; a shape the compiled path declines (no mask) says so."""
     pytest.importorskip("numba")
-    proc = run_script("short_attention.py", "--shape", "2,2,40,16", "--causal", "--repeats", "1", "--rounds", "1")
-    assert proc.returncode == 0, proc.stderr
-    row = proc.stdout.strip().splitlines()[-1].split("|")
-    assert row[1].strip() == "2, 2, 40, 16" and row[2].strip() == "causal", proc.stdout
-    assert all(float(t) > 0 for t in row[3].split("/") + row[5].split("/")), proc.stdout
+    for args, label in ((["--mask", "causal"], "causal"), (["--mask", "padding", "--dropout", "0.1"],
+                                                           "padding, dropout 0.1")):
+        proc = run_script("short_attention.py", "--shape", "2,2,40,16", *args, "--repeats", "1", "--rounds", "1")
+        assert proc.returncode == 0, proc.stderr
+        row = proc.stdout.strip().splitlines()[-1].split("|")
+        assert row[1].strip() == "2, 2, 40, 16" and row[2].strip() == label, proc.stdout
+        assert all(float(t) > 0 for t in row[3].split("/") + row[5].split("/")), proc.stdout
     proc = run_script("short_attention.py", "--shape", "2,2,40,16", "--repeats", "1", "--rounds", "1")  # no mask
     assert proc.returncode == 0 and "does not take this shape" in proc.stdout, proc.stdout + proc.stderr
 
