@@ -530,6 +530,13 @@ def _add_into(s, m):
     return s + m
 
 
+def _read_only(w):
+    """A read-only view of the weights backward keeps, for the caller: writing into it would corrupt backward."""
+    view = w.view()
+    view.flags.writeable = False
+    return view
+
+
 def attention_weights(q, k, bias=None, block=None, scale=1.0, stats: tuple | None = None, with_stats: bool = False):
     """softmax(q kᵀ · scale + bias) over the last axis, −inf where `block` is True (all-blocked rows: 0).
 
@@ -596,8 +603,7 @@ class Attention(Function):
                                                             self.pscale or 1.0, need_weights or keep_w)
             if keep_w:
                 stats += (w,)
-                w = w.view()  # the caller's copy read-only: writing into it would corrupt backward
-                w.flags.writeable = False
+                w = _read_only(w)
             self.weights = w if need_weights else None
             if grads:
                 self.saved = (q, k, v, bias, block, stats)
@@ -607,9 +613,8 @@ class Attention(Function):
         if any(self.needs_input_grad):
             if w.shape[-1] <= q.shape[-1]:  # Tk <= D: the weights take no more memory than q; keep them
                 self.saved = (q, k, v, bias, block, w)
-                if xp_of(w) is np:  # the caller gets a read-only view: writing into it would corrupt backward
-                    self.weights = w.view()
-                    self.weights.flags.writeable = False
+                if xp_of(w) is np:
+                    self.weights = _read_only(w)
             else:
                 self.saved = (q, k, v, bias, block, stats)
         return _matmul_heads_interleaved(self._dropped(w), v)
