@@ -8,6 +8,7 @@
     python benchmarks/engine_ab.py gpt-train --threads 2 --switch min-parallel   # parallel kernels from 2^15 / 2^19
     python benchmarks/engine_ab.py bert-infer --threads 2 --switch sums --data-dir ../shared/data  # adds, biases
     python benchmarks/engine_ab.py gpt-train --switch short-attention        # attention a head at a time
+    python benchmarks/engine_ab.py encoder-train --threads 2 --switch gemm-split  # products shared out by the pool
 
 Builds the benchmark's models once (as `seqlab bench` does: same weights and
 inputs, `--threads` for every library, default 1), then in each round times
@@ -25,7 +26,10 @@ per matrix, or on MKL's batched GEMM where `seqlab.mkl.matmul` chooses it (needs
 and 2^15 on OpenMP; matters on two threads or more); `--switch sums` runs a model's residual adds and
 Linear's bias on NumPy (one thread) or on the kernels' parallel twins (`seqlab.kernels.PARALLEL_SUMS`;
 matters on two threads or more); `--switch short-attention` runs attention by batched products and the
-softmax kernel, or a head at a time in one compiled pass (`seqlab.kernels.SHORT_ATTENTION`). Prints the
+softmax kernel, or a head at a time in one compiled pass (`seqlab.kernels.SHORT_ATTENTION`);
+`--switch gemm-split` runs large 2-D products on OpenBLAS's own threads or shares them out by the
+kernels' pool, OpenBLAS on one thread in each part (`seqlab.kernels.GEMM_SPLIT`; matters on two threads
+or more beside NumPy's OpenBLAS). Prints the
 median wall time of each and the two ratios to
 torch. Alternating in one process keeps a VM's drift out of the comparison,
 which two separate `seqlab bench` runs do not.
@@ -104,6 +108,11 @@ _SUMS = _FlagSwitch(kernels, "PARALLEL_SUMS",
 _SHORT_ATTENTION = _FlagSwitch(kernels, "SHORT_ATTENTION",
                                {"batched": (False, "batched products"), "heads": (True, "a head at a time")},
                                needs=_require_kernels("short attention"))
+# gemm-split: large 2-D products on OpenBLAS's own threads, or cut into parts by the kernels' pool, each part
+# on OpenBLAS with one thread (seqlab.kernels.GEMM_SPLIT; where it applies: see kernels.gemm_split)
+_GEMM_SPLIT = _FlagSwitch(kernels, "GEMM_SPLIT",
+                          {"openblas": (False, "OpenBLAS's threads"), "pool": (True, "parts on the kernels' pool")},
+                          needs=_require_kernels("the products' split"))
 
 
 # switch: (module whose use() flips it, its off and on choices, what "on" needs, how to install it)
@@ -115,6 +124,7 @@ SWITCHES = {
     "min-parallel": (_MIN_PARALLEL, "2^15", "2^19", "Numba", "seqlab[numba]"),
     "sums": (_SUMS, "numpy", "parallel", "Numba", "seqlab[numba]"),
     "short-attention": (_SHORT_ATTENTION, "batched", "heads", "Numba", "seqlab[numba]"),
+    "gemm-split": (_GEMM_SPLIT, "openblas", "pool", "Numba", "seqlab[numba]"),
 }
 
 
@@ -127,7 +137,8 @@ def main(argv=None) -> None:
                         "small-batches: attention's small products on NumPy vs MKL's batched GEMM; "
                         "min-parallel: the kernels' parallel twins from 2^15 vs 2^19 values; "
                         "sums: residual adds and Linear's bias on NumPy vs the parallel twins; "
-                        "short-attention: attention by batched products vs a head at a time, compiled")
+                        "short-attention: attention by batched products vs a head at a time, compiled; "
+                        "gemm-split: large products on OpenBLAS's threads vs shared out by the kernels' pool")
     p.add_argument("--rounds", type=positive_int, default=6, help="alternating rounds (default 6)")
     p.add_argument("--steps", type=positive_int, default=3, help="timed steps per side and round (default 3)")
     p.add_argument("--threads", type=positive_int, default=1, help="threads for every library (default 1)")

@@ -1297,3 +1297,71 @@ def short_attention_backward_parallel(q, k, v, g, scale, block, brow, keep, drop
     for c in prange(parts):
         _short_backward_heads(q, k, v, g, scale, block, brow, seen, holes, keep, dropped, pscale, m, t, w, have_w,
                               dq, dk, dv, c * n // parts, (c + 1) * n // parts)
+
+
+# ---- one matrix product shared between the kernels' threads, each part on NumPy's OpenBLAS ---------------
+# On two or more threads OpenBLAS keeps its own worker threads and, after each product, they spin for a
+# while waiting for the next one, on the cores the kernels' pool (TBB) wants for the ops in between. Here
+# the pool itself cuts a product into parts, whole rows (or columns) of the output each, and every part is
+# one call of OpenBLAS's cblas_sgemm while OpenBLAS is set to one thread (seqlab.kernels.gemm_split sets
+# it, and puts the count back after): one pool on the cores, and no worker of OpenBLAS's left spinning.
+# cblas_sgemm is called through its address (found with ctypes by seqlab.blas and passed in as an
+# integer), so this module still caches: a function that held a ctypes function as a global would be
+# compiled again in every process.
+
+CBLAS_ROW_MAJOR = 101
+CBLAS_NO_TRANS = 111
+CBLAS_TRANS = 112
+
+
+@intrinsic
+def _cblas_sgemm(typingctx, fn, ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc):
+    """cblas_sgemm(RowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, 0, c, ldc) at address `fn`, for an
+    OpenBLAS built with 64-bit integers (ILP64: m, n, k and the leading dims int64; the enums int32)."""
+    i64 = types.int64
+    sig = types.void(i64, i64, i64, i64, i64, i64, types.float32, i64, i64, i64, i64, i64, i64)
+
+    def codegen(context, builder, signature, args):
+        fn, ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc = args
+        f32, li64, li32 = ir.FloatType(), ir.IntType(64), ir.IntType(32)
+        ptr = f32.as_pointer()
+        fnty = ir.FunctionType(ir.VoidType(), [li32, li32, li32, li64, li64, li64, f32, ptr, li64, ptr, li64,
+                                               f32, ptr, li64])
+        call = builder.inttoptr(fn, fnty.as_pointer())
+        builder.call(call, [ir.Constant(li32, CBLAS_ROW_MAJOR), builder.trunc(ta, li32), builder.trunc(tb, li32),
+                            m, n, k, alpha, builder.inttoptr(a, ptr), lda, builder.inttoptr(b, ptr), ldb,
+                            ir.Constant(f32, 0.0), builder.inttoptr(c, ptr), ldc])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@_jit
+def _cut(total, p, parts):  # pragma: no cover - compiled
+    """Where part p of `parts` starts: total·p/parts rounded down to a multiple of 16 (0 and total at the ends)."""
+    if p <= 0:
+        return 0
+    if p >= parts:
+        return total
+    return min(total, total * p // parts // 16 * 16)
+
+
+@_jit_parallel
+def gemm_parts(sgemm, ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc, parts, by_rows):  # pragma: no cover
+    """C = alpha · op(A) · op(B) (m × n, row-major at address c, row stride ldc), op(A) m × k and op(B) k × n
+    at addresses a and b as cblas_sgemm (at address `sgemm`) takes them (ta, tb: `CBLAS_NO_TRANS` or
+    `CBLAS_TRANS`; lda, ldb their row strides as stored), in `parts` parts shared out by the pool: runs of
+    rows of C (`by_rows`) or of its columns, starting at multiples of 16, each one cblas_sgemm call. Every
+    element of C is made by exactly one call, from the same row and column as in the whole product.
+    Addresses and strides must describe arrays the caller holds (seqlab.kernels.gemm_split checks). No
+    serial twin, so no "_parallel" in the name: on one thread NumPy's own product is the serial version."""
+    for p in prange(parts):
+        lo = _cut(m if by_rows else n, p, parts)
+        hi = _cut(m if by_rows else n, p + 1, parts)
+        if hi > lo:
+            if by_rows:  # rows lo..hi of op(A): row lo of A, or column lo of the stored Aᵀ
+                at = a + 4 * (lo * lda if ta == CBLAS_NO_TRANS else lo)
+                _cblas_sgemm(sgemm, ta, tb, hi - lo, n, k, alpha, at, lda, b, ldb, c + 4 * lo * ldc, ldc)
+            else:  # columns lo..hi of op(B)
+                bt = b + 4 * (lo if tb == CBLAS_NO_TRANS else lo * ldb)
+                _cblas_sgemm(sgemm, ta, tb, m, hi - lo, k, alpha, a, lda, bt, ldb, c + 4 * lo, ldc)

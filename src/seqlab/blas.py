@@ -14,6 +14,7 @@ import ctypes
 import functools
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -29,6 +30,11 @@ _OPENBLAS_CONFIG = ("scipy_openblas_get_config64_", "openblas_get_config64_", "o
                     "scipy_openblas_get_config")
 _OPENBLAS_CORE = ("scipy_openblas_get_corename64_", "openblas_get_corename64_", "openblas_get_corename",
                   "scipy_openblas_get_corename")
+# an ILP64 OpenBLAS's float32 GEMM, for seqlab.kernels.gemm_split
+_OPENBLAS_SGEMM64 = ("scipy_cblas_sgemm64_", "cblas_sgemm64_")
+# held while the BLAS thread count is set, and through a product seqlab.kernels.gemm_split shares out with
+# OpenBLAS set to one thread, so neither undoes the other (an RLock: set_blas_threads may run inside)
+_COUNT_LOCK = threading.RLock()
 
 
 def loaded_blas_libraries() -> list[str]:
@@ -76,14 +82,58 @@ def set_blas_threads(n: int) -> bool:
     from seqlab.kernels import set_threads as set_kernel_threads  # and seqlab's compiled row kernels
     from seqlab.mkl import set_mkl_threads  # MKL too, when seqlab's products go to it
 
-    set_kernel_threads(n)
-    mkl_set = set_mkl_threads(n)
-    put = _blas_function(_BLAS_SET)
-    if put is None:
-        return mkl_set
-    put.argtypes = [ctypes.c_int]
-    put(int(n))
-    return True
+    with _COUNT_LOCK:  # not in the middle of a product gemm_split runs with OpenBLAS on one thread
+        set_kernel_threads(n)
+        mkl_set = set_mkl_threads(n)
+        put = _blas_function(_BLAS_SET)
+        if put is None:
+            return mkl_set
+        put.argtypes = [ctypes.c_int]
+        put(int(n))
+        return True
+
+
+@functools.lru_cache(maxsize=None)
+def openblas_sgemm_address() -> int | None:
+    """The address of cblas_sgemm in NumPy's OpenBLAS, for `seqlab.kernels.gemm_split`; None unless that
+    OpenBLAS is a 64-bit-integer (ILP64) build, as NumPy's wheels ship, that exports it and its setter."""
+    for path in loaded_blas_libraries():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        sgemm = next((getattr(lib, n) for n in _OPENBLAS_SGEMM64 if hasattr(lib, n)), None)
+        if sgemm is None:
+            continue
+        config = next((getattr(lib, n) for n in _OPENBLAS_CONFIG if hasattr(lib, n)), None)
+        if config is None or not any(hasattr(lib, n) for n in _BLAS_SET):
+            return None
+        config.restype = ctypes.c_char_p
+        if "USE64BITINT" not in (config() or b"").decode(errors="replace").split():
+            return None
+        return ctypes.cast(sgemm, ctypes.c_void_p).value
+    return None
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """NumPy's BLAS on one thread inside the block (for every thread of the process: OpenBLAS's count is
+    global), the count put back after; the block holds the lock `set_blas_threads` takes, so a count set
+    meanwhile on another thread waits instead of being undone. Costs ~1 us where the count is above 1."""
+    with _COUNT_LOCK:
+        get, put = _blas_function(_BLAS_GET), _blas_function(_BLAS_SET)
+        if get is None or put is None:
+            yield
+            return
+        get.restype, put.argtypes = ctypes.c_int, [ctypes.c_int]
+        before = int(get())
+        if before > 1:
+            put(1)
+        try:
+            yield
+        finally:
+            if before > 1:
+                put(before)
 
 
 def _c_string(names: tuple[str, ...]) -> str | None:

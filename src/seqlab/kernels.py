@@ -60,7 +60,8 @@ from seqlab.errors import ConfigError
 
 __all__ = ["ACTIVATIONS", "adam", "add", "add_rows", "bias_act_dropout", "bias_act_dropout_backward",
            "bias_act_dropout_takes",
-           "describe", "dropout", "embedding_backward", "flash_tiles", "gelu_backward", "gelu_forward", "keep_mask",
+           "describe", "dropout", "embedding_backward", "flash_tiles", "gelu_backward", "gelu_forward", "gemm_split",
+           "keep_mask",
            "keyed_dropout", "layer_norm_backward", "layer_norm_forward", "library", "min_parallel", "set_threads",
            "softmax_backward", "softmax_rows", "threads", "use"]
 
@@ -558,6 +559,73 @@ def add_rows(y2, b) -> bool:
         return False
     twin(y2, b)
     return True
+
+
+# the fewest multiply-adds a product needs for `gemm_split` (below, OpenBLAS runs it on one thread anyway:
+# at 2^19 its two threads took what one did, at 2^20 the split took 15.8 us against 18.8 on OpenBLAS's
+# two threads and 23.2 on one; docs/results.md, 2026-12-07)
+MIN_SPLIT_MACS = 1 << 22
+# products shared out by the kernels' pool beside NumPy's OpenBLAS (`gemm_split`); False: OpenBLAS's own
+# threads (engine_ab.py's switch "gemm-split")
+GEMM_SPLIT = True
+
+
+def _blas_layout(x, rows: int, cols: int):
+    """(CBLAS_NO_TRANS or CBLAS_TRANS, leading dim) for a 2-D float32 array with one unit stride, as
+    cblas_sgemm takes it row-major; None for any other layout."""
+    s0, s1 = x.strides
+    if s1 == 4 and s0 % 4 == 0 and s0 >= 4 * max(cols, 1):
+        return 111, s0 // 4
+    if s0 == 4 and s1 % 4 == 0 and s1 >= 4 * max(rows, 1):
+        return 112, s1 // 4
+    return None
+
+
+def gemm_split(a, b, out=None, alpha: float = 1.0):
+    """alpha · (a @ b) for 2-D float32 NumPy arrays, shared between the kernels' threads; None where it
+    does not apply (the caller multiplies as before).
+
+    Beside NumPy's OpenBLAS on more than one thread: the kernels' pool (the one the parallel twins run on)
+    cuts the product into one run of whole output rows (or columns, when there are more of those) per
+    thread, and each is one cblas_sgemm call while OpenBLAS is set to one thread
+    (`_numba_kernels.gemm_parts`, inside `seqlab.blas.one_blas_thread`). OpenBLAS's own workers
+    then never start, so none is left spinning after the product on the cores the next op's kernels want.
+    Each output element is made by one OpenBLAS call over the same row and column as in the whole product.
+    Applies where the kernels run in parallel (`threads()` > 1, a TBB or OpenMP pool), NumPy's BLAS is an
+    ILP64 OpenBLAS (`seqlab.blas.openblas_sgemm_address`: NumPy's wheels), the product has
+    `MIN_SPLIT_MACS` multiply-adds or more and more than one row and column (a single one is NumPy's
+    gemv, far faster than a GEMM that packs the whole matrix), a and b each have a unit stride (C order,
+    or a transpose of it), and `out`, when given, is a writable float32 (m, n) array with unit column
+    stride that overlaps neither operand.
+    """
+    if not GEMM_SPLIT or (_threads or threads()) < 2:  # first, and cheap: every product on one thread asks
+        return None
+    if (type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim != 2 or b.ndim != 2
+            or a.dtype != _FLOAT32 or b.dtype != _FLOAT32):
+        return None
+    (m, k), n = a.shape, b.shape[1]
+    if b.shape[0] != k or m < 2 or n < 2 or m * k * n < MIN_SPLIT_MACS or _module() is None or not _parallel_ok():
+        return None
+    import numba
+
+    from seqlab.blas import one_blas_thread, openblas_sgemm_address
+
+    parts = min(threads(), numba.config.NUMBA_NUM_THREADS)
+    sgemm = openblas_sgemm_address()
+    la, lb = _blas_layout(a, m, k), _blas_layout(b, k, n)
+    if parts < 2 or sgemm is None or la is None or lb is None or not (a.flags.aligned and b.flags.aligned):
+        return None
+    if out is None:
+        out = np.empty((m, n), dtype=_FLOAT32)
+    elif (type(out) is not np.ndarray or out.shape != (m, n) or out.dtype != _FLOAT32 or out.strides[1] != 4
+          or out.strides[0] % 4 or out.strides[0] < 4 * n or not out.flags.writeable or not out.flags.aligned
+          or np.may_share_memory(out, a) or np.may_share_memory(out, b)):
+        return None
+    numba.set_num_threads(parts)  # per calling thread
+    with one_blas_thread():
+        _module().gemm_parts(sgemm, la[0], lb[0], m, n, k, _FLOAT32.type(alpha), a.ctypes.data, la[1],
+                                      b.ctypes.data, lb[1], out.ctypes.data, out.strides[0] // 4, parts, m >= n)
+    return out
 
 
 def dropout(x, keep, scale, out=None):

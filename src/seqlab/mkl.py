@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from seqlab import kernels
 from seqlab.backend import xp_of
 from seqlab.errors import ConfigError
 
@@ -219,7 +220,10 @@ def matmul(a, b, out=None, alpha: float = 1.0):
     under `MIN_MACS` multiply-adds stay with NumPy, whose call costs less.
     """
     lib = _mkl()
-    if (lib is None or type(a) is not np.ndarray or type(b) is not np.ndarray
+    if lib is None:  # NumPy's BLAS: on several threads, a large 2-D product shared out by the kernels' pool
+        split = kernels.gemm_split(a, b, out, alpha)
+        return _numpy(a, b, out, alpha) if split is None else split
+    if (type(a) is not np.ndarray or type(b) is not np.ndarray
             or a.dtype != _FLOAT32 or b.dtype != _FLOAT32 or a.ndim < 2 or b.ndim < 2):
         return _numpy(a, b, out, alpha)
     ash, bsh = a.shape, b.shape
