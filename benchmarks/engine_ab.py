@@ -13,8 +13,9 @@
 Builds the benchmark's models once (as `seqlab bench` does: same weights and
 inputs, `--threads` for every library, default 1), then in each round times
 `--steps` steps of seqlab with the switch off, with it on, and of torch, after
-one untimed step each. `--switch blas` (the default) moves seqlab's products
-from NumPy's BLAS to MKL (`seqlab.mkl.use`; needs `pip install 'seqlab[mkl]'`);
+one untimed step each (the two seqlab sides swap places every other round).
+`--switch blas` (the default) moves seqlab's products from NumPy's BLAS to MKL
+(`seqlab.mkl.use`; needs `pip install 'seqlab[mkl]'`);
 `--switch kernels` moves LayerNorm, the softmax, GELU, dropout (and its masks)
 and the Adam update from NumPy to the compiled kernels (`seqlab.kernels.use`; needs `pip install
 'seqlab[numba]'`); `--switch fused-ff` runs a feed-forward's bias, activation and dropout as
@@ -31,7 +32,8 @@ softmax kernel, or a head at a time in one compiled pass (`seqlab.kernels.SHORT_
 kernels' pool, OpenBLAS on one thread in each part (`seqlab.kernels.GEMM_SPLIT`; matters on two threads
 or more beside NumPy's OpenBLAS). Prints the
 median wall time of each and the two ratios to
-torch. Alternating in one process keeps a VM's drift out of the comparison,
+torch, then the switch's effect paired by round: the median of each round's on − off difference and
+in how many rounds "on" was faster. Alternating in one process keeps a VM's drift out of the comparison,
 which two separate `seqlab bench` runs do not.
 """
 from __future__ import annotations
@@ -159,8 +161,8 @@ def main(argv=None) -> None:
     steps = {off: built[0], on: built[0], "torch": built[1]}
     times: dict[str, list[float]] = {side: [] for side in sides}
     try:
-        for _ in range(a.rounds):
-            for side in sides:
+        for r in range(a.rounds):
+            for side in (sides if r % 2 == 0 else (on, off, "torch")):  # off first, then on first: no order bias
                 if side != "torch":
                     module_.use(side)
                     set_threads(a.threads)  # MKL, loaded anew by use(), takes the count too
@@ -178,6 +180,13 @@ def main(argv=None) -> None:
           f"medians: seqlab with {a.switch} on {off} {med[off]:.1f} ms, on {described} {med[on]:.1f} ms, "
           f"torch {med['torch']:.1f} ms; seqlab / torch {med[off] / med['torch']:.2f} ({off}), "
           f"{med[on] / med['torch']:.2f} ({on})")
+    # each round's own medians, paired: a VM's drift moves both sides of a round together
+    per_round = {side: [statistics.median(ts[i * a.steps:(i + 1) * a.steps]) * 1e3 for i in range(a.rounds)]
+                 for side, ts in times.items()}
+    diffs = [b - x for x, b in zip(per_round[off], per_round[on])]
+    print(f"paired by round: {on} − {off} median {statistics.median(diffs):+.1f} ms "
+          f"({statistics.median(diffs) / statistics.median(per_round[off]) * 100:+.1f}%), {on} faster in "
+          f"{sum(d < 0 for d in diffs)} of {a.rounds} rounds")
 
 
 if __name__ == "__main__":

@@ -213,21 +213,26 @@ def test_engine_ab_one_thread_switches_time_both_sides(switch, sides):
     pytest.importorskip("numba")
     proc = run_script("engine_ab.py", "gpt-train", "--switch", switch, "--rounds", "1", "--steps", "1")
     assert proc.returncode == 0, proc.stderr
-    line = proc.stdout.strip().splitlines()[-1]
-    assert all(side in line for side in sides), line
+    medians, paired = proc.stdout.strip().splitlines()[-2:]
+    assert all(side in medians for side in sides), medians
+    assert paired.startswith("paired by round:") and paired.endswith("of 1 rounds"), paired
 
 
-@pytest.mark.parametrize("switch, sides", [("min-parallel", ["on 2^15", "(2^19)", "parallel twins from 524,288 values"]),
-                                           ("small-batches", ["on numpy", "on MKL's batched GEMM", "(mkl)"])])
+@pytest.mark.parametrize("switch, sides", [
+    ("min-parallel", ["on 2^15", "(2^19)", "parallel twins from 524,288 values"]),
+    ("small-batches", ["on numpy", "on MKL's batched GEMM", "(mkl)"]),
+    ("gemm-split", ["on openblas", "on parts on the kernels' pool", "(pool)"])])
 def test_engine_ab_threading_switches_time_both_sides(switch, sides):
-    """--switch min-parallel / small-batches alternate their two settings on two threads (gpt-train: small)."""
+    """--switch min-parallel / small-batches / gemm-split alternate their two settings on two threads (gpt-train:
+    small), and the last line pairs them round by round."""
     pytest.importorskip("numba")
     if switch == "small-batches":
         from seqlab import mkl
         if mkl.mkl_path() is None:
             pytest.skip("MKL is not installed")
-    proc = run_script("engine_ab.py", "gpt-train", "--switch", switch, "--threads", "2", "--rounds", "1",
+    proc = run_script("engine_ab.py", "gpt-train", "--switch", switch, "--threads", "2", "--rounds", "2",
                       "--steps", "1")
     assert proc.returncode == 0, proc.stderr
-    line = proc.stdout.strip().splitlines()[-1]
-    assert all(side in line for side in sides), line
+    medians, paired = proc.stdout.strip().splitlines()[-2:]
+    assert all(side in medians for side in sides), medians
+    assert paired.startswith("paired by round:") and paired.endswith("of 2 rounds"), paired
