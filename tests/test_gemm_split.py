@@ -144,3 +144,33 @@ def test_linear_on_two_threads_matches_torch(two_threads, monkeypatch):
     for mine, theirs in ((sx, tx), (sw, tw), (sb, tb)):
         np.testing.assert_allclose(np.asarray(mine.grad), theirs.grad.numpy(), rtol=1e-4, atol=1e-3)
     assert len(split) == 3 and all(s is not None for s in split)  # y = x·Wᵀ, dx = g·W, dW = gᵀ·x
+
+
+def test_a_fork_while_another_thread_holds_the_count_lock_leaves_the_child_free():
+    """The lock around the count is made anew in a child process: one held by another thread when the parent
+    forked would otherwise stay held there, and set_blas_threads in the child would wait forever."""
+    import os
+    import threading
+
+    if not hasattr(os, "fork"):
+        pytest.skip("no os.fork here")
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with blas._COUNT_LOCK:
+            held.set()
+            release.wait(10)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    held.wait(10)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: the count can be set at once
+            ok = blas._COUNT_LOCK.acquire(timeout=5)
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        release.set()
+        t.join()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

@@ -37,6 +37,15 @@ _OPENBLAS_SGEMM64 = ("scipy_cblas_sgemm64_", "cblas_sgemm64_")
 _COUNT_LOCK = threading.RLock()
 
 
+def _new_lock_in_child() -> None:
+    """After os.fork, in the child: a fresh lock (one held by another thread at the fork would stay held)."""
+    global _COUNT_LOCK
+    _COUNT_LOCK = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_new_lock_in_child)
+
+
 def loaded_blas_libraries() -> list[str]:
     """Paths of the BLAS shared libraries mapped into this process (Linux: /proc/self/maps), else []."""
     np.ones((2, 2)) @ np.ones((2, 2))  # NumPy's BLAS is loaded by now
