@@ -111,13 +111,20 @@ def test_declines_what_is_not_its_to_take(two_threads, monkeypatch):
     assert kernels.gemm_split(a, b) is None  # kernels off
 
 
-def test_products_go_through_it_on_two_threads_only(two_threads, monkeypatch):
-    """mkl.matmul (every product of seqlab's ops) hands large 2-D ones to gemm_split beside NumPy's BLAS."""
+@pytest.fixture
+def splits(monkeypatch):
+    """What each call of kernels.gemm_split returned, in order (mkl.matmul calls it for NumPy's BLAS)."""
     if mkl.library() != "numpy":
         pytest.skip("seqlab's products are on MKL here")
     calls = []
     real = kernels.gemm_split
     monkeypatch.setattr(kernels, "gemm_split", lambda *args: calls.append(real(*args)) or calls[-1])
+    return calls
+
+
+def test_products_go_through_it_on_two_threads_only(two_threads, splits):
+    """mkl.matmul (every product of seqlab's ops) hands large 2-D ones to gemm_split beside NumPy's BLAS."""
+    calls = splits
     a, b = f32(512, 256), f32(256, 384)
     np.testing.assert_allclose(mkl.matmul(a, b), a @ b, rtol=1e-5, atol=1e-4)
     assert len(calls) == 1 and calls[0] is not None
@@ -126,13 +133,8 @@ def test_products_go_through_it_on_two_threads_only(two_threads, monkeypatch):
     assert len(calls) == 2 and calls[1] is None
 
 
-def test_linear_on_two_threads_matches_torch(two_threads, monkeypatch):
+def test_linear_on_two_threads_matches_torch(two_threads, splits):
     """Forward and backward of a Linear layer at gpt-train's MLP size, every product split, against torch."""
-    if mkl.library() != "numpy":
-        pytest.skip("seqlab's products are on MKL here")
-    split = []
-    real = kernels.gemm_split
-    monkeypatch.setattr(kernels, "gemm_split", lambda *args: split.append(real(*args)) or split[-1])
     x, w, bias, g = f32(12, 64, 128), f32(512, 128), f32(512), f32(12, 64, 512)
     tx, tw, tb = (torch.tensor(v, requires_grad=True) for v in (x, w, bias))
     torch.nn.functional.linear(tx, tw, tb).backward(torch.tensor(g))
@@ -143,7 +145,7 @@ def test_linear_on_two_threads_matches_torch(two_threads, monkeypatch):
                                rtol=1e-5, atol=1e-4)
     for mine, theirs in ((sx, tx), (sw, tw), (sb, tb)):
         np.testing.assert_allclose(np.asarray(mine.grad), theirs.grad.numpy(), rtol=1e-4, atol=1e-3)
-    assert len(split) == 3 and all(s is not None for s in split)  # y = x·Wᵀ, dx = g·W, dW = gᵀ·x
+    assert len(splits) == 3 and all(s is not None for s in splits)  # y = x·Wᵀ, dx = g·W, dW = gᵀ·x
 
 
 def test_a_fork_while_another_thread_holds_the_count_lock_leaves_the_child_free():

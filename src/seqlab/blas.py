@@ -60,15 +60,25 @@ def loaded_blas_libraries() -> list[str]:
     return sorted(found, key=lambda path: ("numpy" not in path.lower(), "mkl_rt" in Path(path).name, path))
 
 
+def _opened_blas_libraries() -> Iterator[Any]:
+    """ctypes handles of `loaded_blas_libraries()`, in its order (NumPy's own first); any it cannot open, skipped."""
+    for path in loaded_blas_libraries():
+        try:
+            yield ctypes.CDLL(path)
+        except OSError:
+            continue
+
+
+def _exported(lib: Any, names: tuple[str, ...]) -> Any:
+    """The first of `names` that `lib` exports, else None."""
+    return next((getattr(lib, n) for n in names if hasattr(lib, n)), None)
+
+
 @functools.lru_cache(maxsize=None)
 def _blas_function(names: tuple[str, ...]) -> Any:
     """The first of `names` exported by a BLAS library loaded in this process, else None (looked up once)."""
-    for path in loaded_blas_libraries():
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        fn = next((getattr(lib, n) for n in names if hasattr(lib, n)), None)
+    for lib in _opened_blas_libraries():
+        fn = _exported(lib, names)
         if fn is not None:
             return fn
     return None
@@ -106,16 +116,12 @@ def set_blas_threads(n: int) -> bool:
 def openblas_sgemm_address() -> int | None:
     """The address of cblas_sgemm in NumPy's OpenBLAS, for `seqlab.kernels.gemm_split`; None unless that
     OpenBLAS is a 64-bit-integer (ILP64) build, as NumPy's wheels ship, that exports it and its setter."""
-    for path in loaded_blas_libraries():
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        sgemm = next((getattr(lib, n) for n in _OPENBLAS_SGEMM64 if hasattr(lib, n)), None)
+    for lib in _opened_blas_libraries():
+        sgemm = _exported(lib, _OPENBLAS_SGEMM64)
         if sgemm is None:
             continue
-        config = next((getattr(lib, n) for n in _OPENBLAS_CONFIG if hasattr(lib, n)), None)
-        if config is None or not any(hasattr(lib, n) for n in _BLAS_SET):
+        config = _exported(lib, _OPENBLAS_CONFIG)
+        if config is None or _exported(lib, _BLAS_SET) is None:
             return None
         config.restype = ctypes.c_char_p
         if "USE64BITINT" not in (config() or b"").decode(errors="replace").split():
