@@ -133,8 +133,55 @@ def test_products_go_through_it_on_two_threads_only(two_threads, splits):
     assert len(calls) == 2 and calls[1] is None
 
 
-def test_linear_on_two_threads_matches_torch(two_threads, splits):
-    """Forward and backward of a Linear layer at gpt-train's MLP size, every product split, against torch."""
+@pytest.mark.parametrize("shape", [(768, 512, 128), (768, 128, 384), (100, 333, 1030)])
+def test_a_pair_matches_numpy_as_linears_two_backward_products(two_threads, shape):
+    """gemm_pair(g, W, gᵀ, x): dx = g·W and dW = gᵀ·x, one per thread, against NumPy and float64."""
+    n_rows, d_out, d_in = shape
+    g, w, x = f32(n_rows, d_out), f32(d_out, d_in), f32(n_rows, d_in)
+    got = kernels.gemm_pair(g, w, g.T, x)
+    assert got is not None
+    for mine, (a, b) in zip(got, ((g, w), (g.T, x))):
+        assert mine.shape == (a.shape[0], b.shape[1]) and mine.flags.c_contiguous
+        np.testing.assert_allclose(mine, a @ b, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(mine, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4,
+                                   atol=2e-4 * np.sqrt(a.shape[1]))
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3])
+def test_the_pair_kernel_cuts_each_product_into_parts(two_threads, parts):
+    """_numba_kernels.gemm_two with several parts per product (what four or six threads would run): each
+    element written once (NaN-filled outputs), the values NumPy's."""
+    from seqlab import _numba_kernels as compiled
+
+    g, w, x = f32(300, 200), f32(200, 96), f32(300, 96)
+    outs = [np.full((300, 96), np.nan, np.float32), np.full((200, 96), np.nan, np.float32)]
+    rows = []
+    for (a, b), out in zip(((g, w), (g.T, x)), outs):
+        (m, k), n = a.shape, b.shape[1]
+        la, lb = kernels._blas_layout(a, m, k), kernels._blas_layout(b, k, n)
+        rows.append(np.array([la[0], lb[0], m, n, k, a.ctypes.data, la[1], b.ctypes.data, lb[1],
+                              out.ctypes.data, n, m >= n], dtype=np.int64))
+    with blas.one_blas_thread():
+        compiled.gemm_two(blas.openblas_sgemm_address(), rows[0], rows[1], parts)
+    np.testing.assert_allclose(outs[0], g @ w, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(outs[1], g.T @ x, rtol=1e-5, atol=1e-4)
+
+
+def test_a_pair_declines_unless_both_are_its_own(two_threads):
+    g, w, x = f32(768, 512), f32(512, 128), f32(768, 128)
+    assert kernels.gemm_pair(g, w, g.T, x) is not None
+    assert kernels.gemm_pair(g, w, f32(8, 8), f32(8, 8)) is None  # the second under MIN_SPLIT_MACS
+    assert kernels.gemm_pair(g.astype(np.float64), w, g.T, x) is None
+    kernels.set_threads(1)
+    assert kernels.gemm_pair(g, w, g.T, x) is None
+
+
+def test_linear_on_two_threads_matches_torch(two_threads, splits, monkeypatch):
+    """Forward and backward of a Linear layer at gpt-train's MLP size, against torch: forward's product
+    split, backward's two side by side (gemm_pair)."""
+    pairs = []
+    real_pair = kernels.gemm_pair
+    monkeypatch.setattr(kernels, "gemm_pair", lambda *args: pairs.append(real_pair(*args)) or pairs[-1])
     x, w, bias, g = f32(12, 64, 128), f32(512, 128), f32(512), f32(12, 64, 512)
     tx, tw, tb = (torch.tensor(v, requires_grad=True) for v in (x, w, bias))
     torch.nn.functional.linear(tx, tw, tb).backward(torch.tensor(g))
@@ -145,7 +192,8 @@ def test_linear_on_two_threads_matches_torch(two_threads, splits):
                                rtol=1e-5, atol=1e-4)
     for mine, theirs in ((sx, tx), (sw, tw), (sb, tb)):
         np.testing.assert_allclose(np.asarray(mine.grad), theirs.grad.numpy(), rtol=1e-4, atol=1e-3)
-    assert len(splits) == 3 and all(s is not None for s in splits)  # y = x·Wᵀ, dx = g·W, dW = gᵀ·x
+    assert len(splits) == 1 and splits[0] is not None  # y = x·Wᵀ
+    assert len(pairs) == 1 and pairs[0] is not None  # dx = g·W and dW = gᵀ·x
 
 
 def test_a_fork_while_another_thread_holds_the_count_lock_leaves_the_child_free():

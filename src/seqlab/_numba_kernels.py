@@ -1346,6 +1346,21 @@ def _cut(total, p, parts):  # pragma: no cover - compiled
     return min(total, total * p // parts // 16 * 16)
 
 
+@_jit
+def _gemm_part(sgemm, ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc, p, parts, by_rows):  # pragma: no cover
+    """Part p of `parts` of C = alpha · op(A) · op(B) (see `gemm_parts`): one cblas_sgemm call, or nothing
+    where the part is empty."""
+    lo = _cut(m if by_rows else n, p, parts)
+    hi = _cut(m if by_rows else n, p + 1, parts)
+    if hi > lo:
+        if by_rows:  # rows lo..hi of op(A): row lo of A, or column lo of the stored Aᵀ
+            at = a + 4 * (lo * lda if ta == CBLAS_NO_TRANS else lo)
+            _cblas_sgemm(sgemm, ta, tb, hi - lo, n, k, alpha, at, lda, b, ldb, c + 4 * lo * ldc, ldc)
+        else:  # columns lo..hi of op(B)
+            bt = b + 4 * (lo if tb == CBLAS_NO_TRANS else lo * ldb)
+            _cblas_sgemm(sgemm, ta, tb, m, hi - lo, k, alpha, a, lda, bt, ldb, c + 4 * lo, ldc)
+
+
 @_jit_parallel
 def gemm_parts(sgemm, ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc, parts, by_rows):  # pragma: no cover
     """C = alpha · op(A) · op(B) (m × n, row-major at address c, row stride ldc), op(A) m × k and op(B) k × n
@@ -1356,12 +1371,15 @@ def gemm_parts(sgemm, ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc, parts, by_
     Addresses and strides must describe arrays the caller holds (seqlab.kernels.gemm_split checks). No
     serial twin, so no "_parallel" in the name: on one thread NumPy's own product is the serial version."""
     for p in prange(parts):
-        lo = _cut(m if by_rows else n, p, parts)
-        hi = _cut(m if by_rows else n, p + 1, parts)
-        if hi > lo:
-            if by_rows:  # rows lo..hi of op(A): row lo of A, or column lo of the stored Aᵀ
-                at = a + 4 * (lo * lda if ta == CBLAS_NO_TRANS else lo)
-                _cblas_sgemm(sgemm, ta, tb, hi - lo, n, k, alpha, at, lda, b, ldb, c + 4 * lo * ldc, ldc)
-            else:  # columns lo..hi of op(B)
-                bt = b + 4 * (lo if tb == CBLAS_NO_TRANS else lo * ldb)
-                _cblas_sgemm(sgemm, ta, tb, m, hi - lo, k, alpha, a, lda, bt, ldb, c + 4 * lo, ldc)
+        _gemm_part(sgemm, ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc, p, parts, by_rows)
+
+
+@_jit_parallel
+def gemm_two(sgemm, first, second, parts):  # pragma: no cover - compiled
+    """Two independent products in one hand-off, each in `parts` parts as `gemm_parts` cuts them (with two
+    threads: each whole, one per thread). `first` and `second`: int64 rows (ta, tb, m, n, k, a, lda, b,
+    ldb, c, ldc, by_rows) as `gemm_parts` takes those arguments; alpha 1."""
+    for i in prange(2 * parts):
+        q = first if i < parts else second
+        _gemm_part(sgemm, q[0], q[1], q[2], q[3], q[4], _ONE, q[5], q[6], q[7], q[8], q[9], q[10], i % parts,
+                   parts, q[11] != 0)

@@ -60,7 +60,8 @@ from seqlab.errors import ConfigError
 
 __all__ = ["ACTIVATIONS", "adam", "add", "add_rows", "bias_act_dropout", "bias_act_dropout_backward",
            "bias_act_dropout_takes",
-           "describe", "dropout", "embedding_backward", "flash_tiles", "gelu_backward", "gelu_forward", "gemm_split",
+           "describe", "dropout", "embedding_backward", "flash_tiles", "gelu_backward", "gelu_forward", "gemm_pair",
+           "gemm_split",
            "keep_mask",
            "keyed_dropout", "layer_norm_backward", "layer_norm_forward", "library", "min_parallel", "set_threads",
            "softmax_backward", "softmax_rows", "threads", "use"]
@@ -565,8 +566,8 @@ def add_rows(y2, b) -> bool:
 # at 2^19 its two threads took what one did, at 2^20 the split took 15.8 us against 18.8 on OpenBLAS's
 # two threads and 23.2 on one; docs/results.md, 2026-12-07)
 MIN_SPLIT_MACS = 1 << 22
-# products shared out by the kernels' pool beside NumPy's OpenBLAS (`gemm_split`); False: OpenBLAS's own
-# threads (engine_ab.py's switch "gemm-split")
+# products shared out by the kernels' pool beside NumPy's OpenBLAS (`gemm_split`, `gemm_pair`); False:
+# OpenBLAS's own threads (engine_ab.py's switch "gemm-split")
 GEMM_SPLIT = True
 
 
@@ -579,6 +580,33 @@ def _blas_layout(x, rows: int, cols: int):
     if s0 == 4 and s1 % 4 == 0 and s1 >= 4 * max(rows, 1):
         return 112, s1 // 4
     return None
+
+
+def _split_plan(a, b, out):
+    """(threads, cblas_sgemm's address, m, n, k, a's and b's (trans, leading dim), out) for `gemm_split` and
+    `gemm_pair`, `out` allocated when None; None where the split does not apply (see `gemm_split`)."""
+    if (type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim != 2 or b.ndim != 2
+            or a.dtype != _FLOAT32 or b.dtype != _FLOAT32):
+        return None
+    (m, k), n = a.shape, b.shape[1]
+    if b.shape[0] != k or m < 2 or n < 2 or m * k * n < MIN_SPLIT_MACS or _module() is None or not _parallel_ok():
+        return None
+    import numba
+
+    from seqlab.blas import openblas_sgemm_address
+
+    parts = min(threads(), numba.config.NUMBA_NUM_THREADS)
+    sgemm = openblas_sgemm_address()
+    la, lb = _blas_layout(a, m, k), _blas_layout(b, k, n)
+    if parts < 2 or sgemm is None or la is None or lb is None or not (a.flags.aligned and b.flags.aligned):
+        return None
+    if out is None:
+        out = np.empty((m, n), dtype=_FLOAT32)
+    elif (type(out) is not np.ndarray or out.shape != (m, n) or out.dtype != _FLOAT32 or out.strides[1] != 4
+          or out.strides[0] % 4 or out.strides[0] < 4 * n or not out.flags.writeable or not out.flags.aligned
+          or np.may_share_memory(out, a) or np.may_share_memory(out, b)):
+        return None
+    return parts, sgemm, m, n, k, la, lb, out
 
 
 def gemm_split(a, b, out=None, alpha: float = 1.0):
@@ -600,32 +628,42 @@ def gemm_split(a, b, out=None, alpha: float = 1.0):
     """
     if not GEMM_SPLIT or (_threads or threads()) < 2:  # first, and cheap: every product on one thread asks
         return None
-    if (type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim != 2 or b.ndim != 2
-            or a.dtype != _FLOAT32 or b.dtype != _FLOAT32):
+    plan = _split_plan(a, b, out)
+    if plan is None:
         return None
-    (m, k), n = a.shape, b.shape[1]
-    if b.shape[0] != k or m < 2 or n < 2 or m * k * n < MIN_SPLIT_MACS or _module() is None or not _parallel_ok():
-        return None
+    parts, sgemm, m, n, k, la, lb, out = plan
     import numba
 
-    from seqlab.blas import one_blas_thread, openblas_sgemm_address
+    from seqlab.blas import one_blas_thread
 
-    parts = min(threads(), numba.config.NUMBA_NUM_THREADS)
-    sgemm = openblas_sgemm_address()
-    la, lb = _blas_layout(a, m, k), _blas_layout(b, k, n)
-    if parts < 2 or sgemm is None or la is None or lb is None or not (a.flags.aligned and b.flags.aligned):
-        return None
-    if out is None:
-        out = np.empty((m, n), dtype=_FLOAT32)
-    elif (type(out) is not np.ndarray or out.shape != (m, n) or out.dtype != _FLOAT32 or out.strides[1] != 4
-          or out.strides[0] % 4 or out.strides[0] < 4 * n or not out.flags.writeable or not out.flags.aligned
-          or np.may_share_memory(out, a) or np.may_share_memory(out, b)):
-        return None
     numba.set_num_threads(parts)  # per calling thread
     with one_blas_thread():
         _module().gemm_parts(sgemm, la[0], lb[0], m, n, k, _FLOAT32.type(alpha), a.ctypes.data, la[1],
-                                      b.ctypes.data, lb[1], out.ctypes.data, out.strides[0] // 4, parts, m >= n)
+                             b.ctypes.data, lb[1], out.ctypes.data, out.strides[0] // 4, parts, m >= n)
     return out
+
+
+def gemm_pair(a1, b1, a2, b2):
+    """(a1 @ b1, a2 @ b2), two independent products (Linear's dx and dW) in one hand-off to the pool: on an
+    even number of threads each takes half of them, so with two threads each product runs whole, as one
+    cblas_sgemm call, one per thread (no part of either waits on the other's). None where either product is
+    not `gemm_split`'s to take, or the thread count is odd: the caller then multiplies them one by one."""
+    if not GEMM_SPLIT or (_threads or threads()) < 2:
+        return None
+    first, second = _split_plan(a1, b1, None), _split_plan(a2, b2, None)
+    if first is None or second is None or first[0] % 2:
+        return None
+    import numba
+
+    from seqlab.blas import one_blas_thread
+
+    rows = [np.array([la[0], lb[0], m, n, k, a.ctypes.data, la[1], b.ctypes.data, lb[1], out.ctypes.data,
+                      out.strides[0] // 4, m >= n], dtype=np.int64)
+            for (_, _, m, n, k, la, lb, out), a, b in ((first, a1, b1), (second, a2, b2))]
+    numba.set_num_threads(first[0])  # per calling thread
+    with one_blas_thread():
+        _module().gemm_two(first[1], rows[0], rows[1], first[0] // 2)
+    return first[-1], second[-1]
 
 
 def dropout(x, keep, scale, out=None):

@@ -268,6 +268,16 @@ def matmul(a, b, out=None, alpha: float = 1.0):
     return out
 
 
+def matmul_pair(a1, b1, a2, b2):
+    """(a1 @ b1, a2 @ b2) as `matmul` makes each; two large 2-D float32 products beside NumPy's BLAS on an even
+    number of threads go to the kernels' pool in one hand-off (`seqlab.kernels.gemm_pair`)."""
+    if _mkl() is None:
+        both = kernels.gemm_pair(a1, b1, a2, b2)
+        if both is not None:
+            return both
+    return matmul(a1, b1), matmul(a2, b2)
+
+
 def _batch_to_mkl(macs: int, ta: int, tb: int) -> bool:
     """Whether a batch of small products (each under `MIN_MACS`), `macs` in all, goes to MKL's batched GEMM.
 

@@ -11,6 +11,7 @@ from seqlab.autograd.ops.fused import colsum
 from seqlab.autograd.ops.movement import Permute, Reshape
 from seqlab.backend import xp_of
 from seqlab.mkl import matmul as mm  # np.matmul, or MKL's sgemm when installed (seqlab.mkl)
+from seqlab.mkl import matmul_pair as mm_pair
 
 
 def _matmul(a, b):
@@ -111,8 +112,12 @@ class Linear(Function):
     def backward(self, grad):
         x, w = self.saved
         g2 = grad.reshape(-1, grad.shape[-1])
-        gx = mm(g2, w).reshape(x.shape) if self.needs_input_grad[0] else None
-        gw = mm(g2.T, x.reshape(-1, x.shape[-1])) if self.needs_input_grad[1] else None
+        if self.needs_input_grad[0] and self.needs_input_grad[1]:  # both at once where the pool can pair them
+            gx, gw = mm_pair(g2, w, g2.T, x.reshape(-1, x.shape[-1]))
+            gx = gx.reshape(x.shape)
+        else:
+            gx = mm(g2, w).reshape(x.shape) if self.needs_input_grad[0] else None
+            gw = mm(g2.T, x.reshape(-1, x.shape[-1])) if self.needs_input_grad[1] else None
         gb = colsum(g2) if self.has_bias and self.needs_input_grad[2] else None  # Σ over the batch
         return gx, gw, gb
 
