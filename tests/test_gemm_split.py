@@ -158,7 +158,7 @@ def test_the_pair_kernel_cuts_each_product_into_parts(two_threads, parts):
     rows = []
     for (a, b), out in zip(((g, w), (g.T, x)), outs):
         (m, k), n = a.shape, b.shape[1]
-        la, lb = kernels._blas_layout(a, m, k), kernels._blas_layout(b, k, n)
+        la, lb = blas.gemm_layout(a, m, k), blas.gemm_layout(b, k, n)
         rows.append(np.array([la[0], lb[0], m, n, k, a.ctypes.data, la[1], b.ctypes.data, lb[1],
                               out.ctypes.data, n, m >= n], dtype=np.int64))
     with blas.one_blas_thread():

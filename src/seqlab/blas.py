@@ -112,6 +112,18 @@ def set_blas_threads(n: int) -> bool:
         return True
 
 
+def gemm_layout(x: np.ndarray, rows: int, cols: int):
+    """(CBLAS transpose flag, leading dimension) of the last two axes of a float32 view as row-major
+    cblas_sgemm takes them (111: as stored, 112: a transpose of what is stored), or None when neither
+    axis has a unit stride."""
+    s0, s1 = x.strides[-2], x.strides[-1]
+    if (s1 == 4 or cols == 1) and s0 % 4 == 0 and s0 >= 4 * cols:
+        return 111, max(s0 // 4, cols, 1)
+    if (s0 == 4 or rows == 1) and s1 % 4 == 0 and s1 >= 4 * rows:
+        return 112, max(s1 // 4, rows, 1)
+    return None
+
+
 @functools.lru_cache(maxsize=None)
 def openblas_sgemm_address() -> int | None:
     """The address of cblas_sgemm in NumPy's OpenBLAS, for `seqlab.kernels.gemm_split`; None unless that

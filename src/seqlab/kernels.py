@@ -562,24 +562,13 @@ def add_rows(y2, b) -> bool:
     return True
 
 
-# the fewest multiply-adds a product needs for `gemm_split` (below, OpenBLAS runs it on one thread anyway:
-# at 2^19 its two threads took what one did, at 2^20 the split took 15.8 us against 18.8 on OpenBLAS's
-# two threads and 23.2 on one; docs/results.md, 2026-12-07)
+# the fewest multiply-adds a product needs for `gemm_split`: below, the hand-off to the pool (~15-20 us)
+# costs about what a second thread gains (at 2^20: 28-32 us split, 23 on one thread; at 2^22: 62-74 split,
+# 83-89 on one thread; docs/results.md, 2026-12-07)
 MIN_SPLIT_MACS = 1 << 22
 # products shared out by the kernels' pool beside NumPy's OpenBLAS (`gemm_split`, `gemm_pair`); False:
 # OpenBLAS's own threads (engine_ab.py's switch "gemm-split")
 GEMM_SPLIT = True
-
-
-def _blas_layout(x, rows: int, cols: int):
-    """(CBLAS_NO_TRANS or CBLAS_TRANS, leading dim) for a 2-D float32 array with one unit stride, as
-    cblas_sgemm takes it row-major; None for any other layout."""
-    s0, s1 = x.strides
-    if s1 == 4 and s0 % 4 == 0 and s0 >= 4 * max(cols, 1):
-        return 111, s0 // 4
-    if s0 == 4 and s1 % 4 == 0 and s1 >= 4 * max(rows, 1):
-        return 112, s1 // 4
-    return None
 
 
 def _split_plan(a, b, out):
@@ -593,11 +582,11 @@ def _split_plan(a, b, out):
         return None
     import numba
 
-    from seqlab.blas import openblas_sgemm_address
+    from seqlab.blas import gemm_layout, openblas_sgemm_address
 
     parts = min(threads(), numba.config.NUMBA_NUM_THREADS)
     sgemm = openblas_sgemm_address()
-    la, lb = _blas_layout(a, m, k), _blas_layout(b, k, n)
+    la, lb = gemm_layout(a, m, k), gemm_layout(b, k, n)
     if parts < 2 or sgemm is None or la is None or lb is None or not (a.flags.aligned and b.flags.aligned):
         return None
     if out is None:
@@ -657,13 +646,18 @@ def gemm_pair(a1, b1, a2, b2):
 
     from seqlab.blas import one_blas_thread
 
-    rows = [np.array([la[0], lb[0], m, n, k, a.ctypes.data, la[1], b.ctypes.data, lb[1], out.ctypes.data,
-                      out.strides[0] // 4, m >= n], dtype=np.int64)
-            for (_, _, m, n, k, la, lb, out), a, b in ((first, a1, b1), (second, a2, b2))]
     numba.set_num_threads(first[0])  # per calling thread
     with one_blas_thread():
-        _module().gemm_two(first[1], rows[0], rows[1], first[0] // 2)
+        _module().gemm_two(first[1], _plan_row(first, a1, b1), _plan_row(second, a2, b2), first[0] // 2)
     return first[-1], second[-1]
+
+
+def _plan_row(plan, a, b) -> np.ndarray:
+    """A `_split_plan` as the int64 row `_numba_kernels.gemm_two` reads: (ta, tb, m, n, k, a, lda, b, ldb,
+    c, ldc, by_rows), the arrays as addresses."""
+    _, _, m, n, k, la, lb, out = plan
+    return np.array([la[0], lb[0], m, n, k, a.ctypes.data, la[1], b.ctypes.data, lb[1], out.ctypes.data,
+                     out.strides[0] // 4, m >= n], dtype=np.int64)
 
 
 def dropout(x, keep, scale, out=None):

@@ -40,6 +40,7 @@ import numpy as np
 
 from seqlab import kernels
 from seqlab.backend import xp_of
+from seqlab.blas import gemm_layout as _layout
 from seqlab.errors import ConfigError
 
 __all__ = ["cdf_norm", "describe", "exp", "library", "matmul", "mkl_path", "set_mkl_threads", "use"]
@@ -188,16 +189,6 @@ def set_mkl_threads(n: int) -> bool:
     lib.MKL_Set_Num_Threads(int(n))
     _threads = int(n)
     return True
-
-
-def _layout(x: np.ndarray, rows: int, cols: int):
-    """(transpose flag, leading dimension) of a 2-D float32 view for row-major BLAS, or None."""
-    s0, s1 = x.strides[-2], x.strides[-1]
-    if (s1 == _F4 or cols == 1) and s0 % _F4 == 0 and s0 >= _F4 * cols:
-        return _NO_TRANS, max(s0 // _F4, cols, 1)
-    if (s0 == _F4 or rows == 1) and s1 % _F4 == 0 and s1 >= _F4 * rows:
-        return _TRANS, max(s1 // _F4, rows, 1)
-    return None
 
 
 @functools.lru_cache(maxsize=256)
