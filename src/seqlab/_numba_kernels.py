@@ -952,7 +952,13 @@ def flash_ds_tile(ds, p, d, scale):  # pragma: no cover - compiled
 # sums in memory, which ran these products at a quarter of the speed). It is written as LLVM IR: one load
 # of B's row, R broadcasts of A's values and R fused multiply-adds per step of k, in k's order, so a tile's
 # values do not depend on where it sits. On a CPU without 16-lane vectors the compiler splits each into
-# two or four.
+# two or four. A row's softmax passes run on whole vectors too (`_weights_row`, the `_lanes_*` intrinsics).
+#
+# Before the first head of each batch row, the row's q, k, v and output (in backward also g and dq, dk, dv)
+# are read once from start to end (`_read_ahead`): a head's rows lie 1,536 bytes apart in a packed q/k/v
+# (GPT's), so the kernels' own reads, two lines a row, waited on memory one row at a time when the forward
+# had left them out of cache; a sequential sweep, which the CPU's prefetchers run ahead of, took that
+# backward from 1.10 ms to 0.78 at GPT's heads (docs/results.md).
 
 LANES = 16  # columns of a tile: the head dims and the padded key count are multiples of it
 
@@ -1039,7 +1045,88 @@ def _gemm(a, sar, sac, b, sb, c, sc, rows, cols, K, alpha):  # pragma: no cover 
 
 @_jit
 def _address(x):  # pragma: no cover - compiled
-    return x.ctypes.data
+    """x's data address as an int64 (Numba types it uint64, and uint64 + int64 is float64 there)."""
+    return np.int64(x.ctypes.data)
+
+
+@intrinsic
+def _read_lines(typingctx, lo, hi):
+    """Reads one word in every 64-byte line from address lo up to hi, in order: a sequential sweep, which
+    the CPU's prefetchers run ahead of, bringing the lines into the caches. The words' sum goes to an empty
+    assembler statement, so the compiler keeps every read (`llvm.prefetch` hints instead ran slower: the
+    CPU may drop them when its miss buffers are full)."""
+    def codegen(context, builder, signature, args):
+        lo, hi = args
+        entry = builder.block
+        head, body, done = (builder.append_basic_block(f"read.{x}") for x in ("head", "body", "done"))
+        builder.branch(head)
+        builder.position_at_end(head)
+        at = builder.phi(_I64)
+        at.add_incoming(lo, entry)
+        acc = builder.phi(_I32)
+        acc.add_incoming(ir.Constant(_I32, 0), entry)
+        builder.cbranch(builder.icmp_signed("<", at, hi), body, done)
+        builder.position_at_end(body)
+        word = builder.load(builder.inttoptr(at, _I32.as_pointer()), align=4)
+        at.add_incoming(builder.add(at, ir.Constant(_I64, 64)), body)
+        acc.add_incoming(builder.add(acc, word), body)
+        builder.branch(head)
+        builder.position_at_end(done)
+        builder.asm(ir.FunctionType(ir.VoidType(), [_I32]), "", "r", [acc], side_effect=True)
+        return context.get_dummy_value()
+
+    return types.void(types.int64, types.int64), codegen
+
+
+@_jit
+def _span(x):  # pragma: no cover - compiled
+    """(first, end, bytes): the byte addresses x's elements lie between (end exclusive) and how many bytes
+    the elements take; (0, 0, 0) when x is empty."""
+    lo = hi = _address(x)
+    for n, st in zip(x.shape, x.strides):
+        if n == 0:
+            return 0, 0, 0
+        if st > 0:
+            hi += (n - 1) * st
+        else:
+            lo += (n - 1) * st
+    return lo, hi + x.itemsize, x.size * x.itemsize
+
+
+@_jit
+def _sweeps(a, b, c, d):  # pragma: no cover - compiled
+    """The byte ranges `_read_ahead` sweeps for the arrays a, b, c, d, as rows (first, end) of an int64
+    array: their spans, those that overlap (q, k and v of one packed array) merged into one, an array passed
+    twice counted once, and a range more than twice the size of its arrays' elements left out: there a
+    sweep would read mostly memory no one uses (a KV cache's keys: each head's rows followed by room for
+    more)."""
+    spans = [_span(a), _span(b), _span(c), _span(d)]
+    spans.sort()
+    out = np.empty((4, 2), np.int64)
+    n = 0
+    lo, hi, used = spans[0]
+    for i in range(1, 5):
+        if i < 4 and spans[i][0] < hi:  # overlaps the range so far
+            hi = max(hi, spans[i][1])
+            used += 0 if spans[i] == spans[i - 1] else spans[i][2]
+            continue
+        if lo < hi <= lo + 2 * used:
+            out[n, 0], out[n, 1] = lo, hi
+            n += 1
+        if i < 4:
+            lo, hi, used = spans[i]
+    return out[:n]
+
+
+@_jit
+def _read_ahead(a, b, c, d):  # pragma: no cover - compiled
+    """Brings the memory of the float32 arrays a, b, c, d (one batch row's q, k, v and out, say) into the
+    caches by sequential sweeps (`_sweeps`, `_read_lines`) before a kernel reads them head by head: rows
+    1,536 bytes apart, read two lines at a time, each waited for, ran the short attention kernels at half
+    speed on memory not in cache."""
+    ranges = _sweeps(a, b, c, d)
+    for i in range(ranges.shape[0]):
+        _read_lines(ranges[i, 0], ranges[i, 1])
 
 
 @_jit
@@ -1071,35 +1158,235 @@ def _transpose_into(x, out):  # pragma: no cover - compiled
             out[d, j] = row[d]
 
 
+# ---- a softmax row's passes on whole vectors -------------------------------------------------------------
+# A head's rows are short (GPT's causal rows 1 to 64 keys), and Numba's loops over them ran mostly in their
+# scalar tails: the compiler vectorises a loop by 64 values at a time and leaves the rest to a scalar loop.
+# These intrinsics run a row's passes on whole chunks of `LANES` values instead, with the lanes past the
+# row's visible keys masked (read as −inf or 0) rather than filled first. Sums and maxima combine the lanes
+# in a fixed tree, so a row's values do not depend on where it sits. Chunks are read and written whole:
+# the caller's row must hold every chunk it names (the kernels' own buffers, rows padded to 16).
+
+_F32, _I32, _I64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
+_VEC, _IVEC = ir.VectorType(_F32, LANES), ir.VectorType(_I32, LANES)
+
+
+class _Lanes:
+    """Vector helpers for one intrinsic's builder."""
+
+    def __init__(self, builder):
+        self.b = builder
+
+    def const(self, x):
+        return ir.Constant(_VEC, [float(np.float32(x))] * LANES)
+
+    def splat(self, x, vec=_VEC):
+        b = self.b
+        one = b.insert_element(ir.Constant(vec, ir.Undefined), x, ir.Constant(_I32, 0))
+        return b.shuffle_vector(one, ir.Constant(vec, ir.Undefined), ir.Constant(_IVEC, [0] * LANES))
+
+    def call(self, name, *args):
+        fn = cgutils.get_or_insert_function(self.b.module, ir.FunctionType(_VEC, [_VEC] * len(args)),
+                                            f"llvm.{name}.v{LANES}f32")
+        return self.b.call(fn, list(args))
+
+    def _at(self, address, chunk):  # chunk `chunk` of the float32 row at the int64 address
+        b = self.b
+        base = b.inttoptr(address, _F32.as_pointer())
+        return b.bitcast(b.gep(base, [b.mul(chunk, ir.Constant(_I64, LANES))]), _VEC.as_pointer())
+
+    def load(self, address, chunk):
+        return self.b.load(self._at(address, chunk), align=4)
+
+    def store(self, v, address, chunk):
+        self.b.store(v, self._at(address, chunk), align=4)
+
+    def visible(self, chunk, nv):
+        """The lanes of `chunk` before value nv."""
+        b = self.b
+        first = b.trunc(b.mul(chunk, ir.Constant(_I64, LANES)), _I32)
+        lane = b.add(self.splat(first, _IVEC), ir.Constant(_IVEC, list(range(LANES))))
+        return b.icmp_signed("<", lane, self.splat(b.trunc(nv, _I32), _IVEC))
+
+    def combine(self, v, op):
+        """op over the lanes as a fixed tree (halves, then quarters, ...), to one float32."""
+        b, n = self.b, LANES
+        while n > 1:
+            n //= 2
+            half = ir.VectorType(_I32, n)
+            v = op(b.shuffle_vector(v, v, ir.Constant(half, list(range(n)))),
+                   b.shuffle_vector(v, v, ir.Constant(half, list(range(n, 2 * n)))))
+        return b.extract_element(v, ir.Constant(_I32, 0))
+
+    def larger(self, a, c):  # max(a, c) lane by lane, a kept where c is NaN
+        return self.b.select(self.b.fcmp_ordered(">", c, a), c, a)
+
+    def exp_at_most_0(self, v):
+        """`_exp_at_most_0` on a vector: the same steps, each multiply-add fused."""
+        b = self.b
+        under = b.fcmp_ordered("<", v, self.const(_EXP_MIN))
+        x = b.select(under, self.const(_EXP_MIN), v)
+        k = self.call("floor", self.call("fma", x, self.const(_LOG2E), self.const(_HALF)))
+        r = self.call("fma", b.fneg(k), self.const(_LN2_HI), x)
+        r = self.call("fma", b.fneg(k), self.const(_LN2_LO), r)
+        p = self.const(1 / 5040)
+        for c in (1 / 720, 1 / 120, 1 / 24, 1 / 6, 0.5, 1.0, 1.0):
+            p = self.call("fma", p, r, self.const(c))
+        bits = b.shl(b.add(b.fptosi(k, _IVEC), ir.Constant(_IVEC, [127] * LANES)), ir.Constant(_IVEC, [23] * LANES))
+        return b.select(under, self.const(0.0), b.fmul(p, b.bitcast(bits, _VEC)))
+
+    def loop(self, n, inits, body):
+        """for c in range(n): accs = body(c, accs); returns the last accs."""
+        b = self.b
+        entry = b.block
+        head, loop, done = (b.append_basic_block(f"lanes.{x}") for x in ("head", "body", "done"))
+        b.branch(head)
+        b.position_at_end(head)
+        c = b.phi(_I64)
+        c.add_incoming(ir.Constant(_I64, 0), entry)
+        accs = []
+        for x in inits:
+            accs.append(b.phi(x.type))
+            accs[-1].add_incoming(x, entry)
+        b.cbranch(b.icmp_signed("<", c, n), loop, done)
+        b.position_at_end(loop)
+        new = body(c, accs)
+        end = b.block
+        c.add_incoming(b.add(c, ir.Constant(_I64, 1)), end)
+        for acc, x in zip(accs, new):
+            acc.add_incoming(x, end)
+        b.branch(head)
+        b.position_at_end(done)
+        return accs
+
+    def chunks(self, n):
+        """How many chunks cover n values."""
+        return self.b.sdiv(self.b.add(n, ir.Constant(_I64, LANES - 1)), ir.Constant(_I64, LANES))
+
+
+@intrinsic
+def _lanes_max(typingctx, a, nv):
+    """max of the nv float32 at address a, NaN ignored (−inf for nv = 0)."""
+    def codegen(context, builder, signature, args):
+        a, nv = args
+        L = _Lanes(builder)
+        low = L.const(-np.inf)
+        (m,) = L.loop(L.chunks(nv), [low],
+                      lambda c, acc: [L.larger(acc[0], builder.select(L.visible(c, nv), L.load(a, c), low))])
+        return L.combine(m, L.larger)
+
+    return types.float32(types.int64, types.int64), codegen
+
+
+@intrinsic
+def _lanes_exp(typingctx, a, nv, nvp, mx):
+    """a[j] = e^(a[j] − mx) for j < nv (`_exp_at_most_0`), 0 for nv ≤ j < nvp (a multiple of 16); returns
+    the values' sum."""
+    def codegen(context, builder, signature, args):
+        a, nv, nvp, mx = args
+        L = _Lanes(builder)
+        m = L.splat(mx)
+
+        def body(c, acc):
+            e = builder.select(L.visible(c, nv), L.exp_at_most_0(builder.fsub(L.load(a, c), m)), L.const(0.0))
+            L.store(e, a, c)
+            return [builder.fadd(acc[0], e)]
+
+        (t,) = L.loop(L.chunks(nvp), [L.const(0.0)], body)
+        return L.combine(t, builder.fadd)
+
+    return types.float32(types.int64, types.int64, types.int64, types.float32), codegen
+
+
+@intrinsic
+def _lanes_div(typingctx, a, nv, nvp, total):
+    """a[j] /= total for j < nv, a[j] = 0 for nv ≤ j < nvp (a multiple of 16): a hidden key's weight is 0
+    even in a row whose sum is NaN."""
+    def codegen(context, builder, signature, args):
+        a, nv, nvp, total = args
+        L = _Lanes(builder)
+        t = L.splat(total)
+
+        def body(c, acc):
+            L.store(builder.select(L.visible(c, nv), builder.fdiv(L.load(a, c), t), L.const(0.0)), a, c)
+            return []
+
+        L.loop(L.chunks(nvp), [], body)
+        return context.get_dummy_value()
+
+    return types.void(types.int64, types.int64, types.int64, types.float32), codegen
+
+
+@intrinsic
+def _lanes_fill(typingctx, a, lo, hi, value):
+    """a[j] = value for lo ≤ j < hi (both multiples of 16)."""
+    def codegen(context, builder, signature, args):
+        a, lo, hi, value = args
+        L = _Lanes(builder)
+        v = L.splat(value)
+        first = builder.sdiv(lo, ir.Constant(_I64, LANES))
+
+        def body(c, acc):
+            L.store(v, a, builder.add(first, c))
+            return []
+
+        L.loop(builder.sub(L.chunks(hi), first), [], body)
+        return context.get_dummy_value()
+
+    return types.void(types.int64, types.int64, types.int64, types.float32), codegen
+
+
+@intrinsic
+def _lanes_softmax_grad(typingctx, p, dp, ds, nv, nvp, scale):
+    """ds[j] = p[j] · (dp[j] − Σ_i<nv dp[i]·p[i]) · scale for j < nv, 0 for nv ≤ j < nvp (a multiple of 16)."""
+    def codegen(context, builder, signature, args):
+        p, dp, ds, nv, nvp, scale = args
+        L = _Lanes(builder)
+        zero = L.const(0.0)
+
+        def dot(c, acc):
+            x = builder.fmul(L.load(dp, c), L.load(p, c))
+            return [builder.fadd(acc[0], builder.select(L.visible(c, nv), x, zero))]
+
+        (total,) = L.loop(L.chunks(nvp), [zero], dot)
+        d, s = L.splat(L.combine(total, builder.fadd)), L.splat(scale)
+
+        def grad(c, acc):
+            x = builder.fmul(builder.fmul(L.load(p, c), builder.fsub(L.load(dp, c), d)), s)
+            L.store(builder.select(L.visible(c, nv), x, zero), ds, c)
+            return []
+
+        L.loop(L.chunks(nvp), [], grad)
+        return context.get_dummy_value()
+
+    return types.void(types.int64, types.int64, types.int64, types.int64, types.int64, types.float32), codegen
+
+
+@_jit
+def _padded(n):  # pragma: no cover - compiled
+    """n rounded up to a multiple of `LANES`."""
+    return (n + LANES - 1) // LANES * LANES
+
+
 @_jit_sums
 def _weights_row(s, nv, block_row, holes, mx, total, have_stats):  # pragma: no cover - compiled
-    """The softmax of s[:nv] in place (s[nv:] set to 0), −inf first where `holes` and block_row is True;
-    `have_stats`: mx and total are the forward's, so the same scores give the same weights bitwise.
-    Returns (max, sum) as `_softmax_rows` stores them (a row with no visible key: 0 and 1)."""
-    seen = s[:nv]
+    """The softmax of s[:nv] in place, −inf first where `holes` and block_row is True, and s[nv:nvp] set to
+    0 (nvp: nv rounded up to 16; s must hold that many); `have_stats`: mx and total are the forward's, so
+    the same scores give the same weights bitwise. Returns (max, sum) as `_softmax_rows` stores them (a
+    row with no visible key: 0 and 1)."""
     if holes:
         for j in range(nv):
             if block_row[j]:
-                seen[j] = -np.inf
+                s[j] = -np.inf
+    a = _address(s)
     if not have_stats:
-        mx = _row_max(seen, nv) if nv > 0 else _f(-np.inf)
+        mx = _lanes_max(a, nv)
         if mx == -np.inf:
             mx = _f(0.0)
-    nvp = (nv + LANES - 1) // LANES * LANES
-    whole = s[:nvp]
-    for j in range(nv, nvp):
-        whole[j] = -np.inf
-    for j in range(nvp):
-        whole[j] = _exp_at_most_0(whole[j] - mx)
+    nvp = _padded(nv)
+    e_sum = _lanes_exp(a, nv, nvp, mx)
     if not have_stats:
-        total = _f(0.0)
-        for j in range(nvp):
-            total += whole[j]
-        if total == 0:
-            total = _ONE
-    for j in range(nvp):
-        whole[j] /= total
-    s[nvp:] = _f(0.0)
+        total = _ONE if e_sum == 0 else e_sum
+    _lanes_div(a, nv, nvp, total)
     return mx, total
 
 
@@ -1117,6 +1404,8 @@ def _short_forward_heads(q, k, v, scale, block, brow, seen, holes, keep, dropped
     unmasked = np.zeros(1, np.bool_)  # the block row passed when there is no mask (not read)
     for bh in range(lo, hi):
         b, h = bh // n_heads, bh % n_heads
+        if bh == lo or h == 0:
+            _read_ahead(q[b, h:], k[b, h:], v[b, h:], out[b, h:])
         qh, vh, oh, mh, th = q[b, h], v[b, h], out[b, h], m[b, h], t[b, h]
         wh = w[b, h] if want_w else w[0, 0]
         kh = keep[b, h] if dropped else keep[0, 0]
@@ -1130,19 +1419,23 @@ def _short_forward_heads(q, k, v, scale, block, brow, seen, holes, keep, dropped
             n = 0
             for r in range(rows):
                 n = max(n, vis[i0 + r])
+            cols = _padded(n)
             if n > 0:  # the scores of keys 0..n (rounded up to a tile), the rest never seen
-                cols = (n + LANES - 1) // LANES * LANES
                 _gemm(_address(qh) + 4 * i0 * sq, sq, 1, _address(kt), tkp, _address(s), tkp, rows, cols, d, scale)
             for r in range(rows):
                 i = i0 + r
                 mrow = brow[bh * tq + i] if masked else 0
-                mh[i], th[i] = _weights_row(s[r], vis[i], block[mrow] if masked else unmasked,
-                                            masked and holes[mrow], _f(0.0), _ONE, False)
                 sr = s[r]
+                mh[i], th[i] = _weights_row(sr, vis[i], block[mrow] if masked else unmasked,
+                                            masked and holes[mrow], _f(0.0), _ONE, False)
+                nvp = _padded(vis[i])
+                if nvp < cols:  # keys another row of the block sees: 0 here, for the weighted sum
+                    _lanes_fill(_address(sr), nvp, cols, _f(0.0))
                 if want_w:
                     wr = wh[i]
-                    for j in range(tk):
+                    for j in range(min(nvp, tk)):
                         wr[j] = sr[j]
+                    wr[nvp:] = _f(0.0)
                 if dropped:
                     kr = kh[i]
                     for j in range(vis[i]):
@@ -1196,10 +1489,14 @@ def _short_backward_heads(q, k, v, g, scale, block, brow, seen, holes, keep, dro
     pd = np.zeros((tq, tkp), np.float32)  # the head's weights after dropout, for dv
     ds = np.zeros((tq, tkp), np.float32)  # the head's dS · scale, for dq and dk
     vis = np.empty(tq, np.int64)
+    upto, after = np.empty(tq, np.int64), np.empty(tq, np.int64)  # the largest vis up to / from each query
     masked = block.shape[0] != 0
     unmasked = np.zeros(1, np.bool_)
     for bh in range(lo, hi):
         b, h = bh // n_heads, bh % n_heads
+        if bh == lo or h == 0:
+            _read_ahead(q[b, h:], k[b, h:], v[b, h:], g[b, h:])
+            _read_ahead(dq[b, h:], dk[b, h:], dv[b, h:], dv[b, h:])
         qh, kh, vh, gh = q[b, h], k[b, h], v[b, h], g[b, h]
         dqh, dkh, dvh, mh, th = dq[b, h], dk[b, h], dv[b, h], m[b, h], t[b, h]
         keeph = keep[b, h] if dropped else keep[0, 0]
@@ -1216,39 +1513,39 @@ def _short_backward_heads(q, k, v, g, scale, block, brow, seen, holes, keep, dro
             n = 0
             for r in range(rows):
                 n = max(n, vis[i0 + r])
+            cols = _padded(n)
             if n > 0:
-                cols = (n + LANES - 1) // LANES * LANES
-                if not have_w:
-                    _gemm(_address(qh) + 4 * i0 * sq, sq, 1, _address(kt), tkp, _address(s), tkp, rows, cols, d,
-                          scale)
+                if not have_w:  # the scores, in the rows their weights take: P's own (s where dropout wants P')
+                    _gemm(_address(qh) + 4 * i0 * sq, sq, 1, _address(kt), tkp,
+                          _address(s) if dropped else _address(pd) + 4 * i0 * tkp, tkp, rows, cols, d, scale)
                 _gemm(_address(gh) + 4 * i0 * sg, sg, 1, _address(vt), tkp, _address(gp), tkp, rows, cols, dvn, _ONE)
             for r in range(rows):
                 i = i0 + r
                 nv = vis[i]
+                nvp = _padded(nv)
+                p, dp, pdr, dsr = s[r] if dropped else pd[i], gp[r], pd[i], ds[i]
                 if have_w:  # the forward's weights, kept
-                    p = wh[i]
+                    wr = wh[i]
+                    for j in range(nv):
+                        p[j] = wr[j]
+                    for j in range(nv, nvp):
+                        p[j] = _f(0.0)
                 else:
                     mrow = brow[bh * tq + i] if masked else 0
-                    _weights_row(s[r], nv, block[mrow] if masked else unmasked, masked and holes[mrow], mh[i], th[i],
+                    _weights_row(p, nv, block[mrow] if masked else unmasked, masked and holes[mrow], mh[i], th[i],
                                  True)
-                    p = s[r]
-                dp, pdr, dsr = gp[r], pd[i], ds[i]
                 if dropped:
                     kr = keeph[i]
                     for j in range(nv):
                         f = kr[j] * pscale
                         dp[j] *= f
                         pdr[j] = p[j] * f
-                else:
-                    for j in range(nv):
-                        pdr[j] = p[j]
-                dot = _f(0.0)
-                for j in range(nv):
-                    dot += dp[j] * p[j]
-                for j in range(nv):
-                    dsr[j] = p[j] * (dp[j] - dot) * scale
-                pdr[nv:] = _f(0.0)
-                dsr[nv:] = _f(0.0)
+                    for j in range(nv, nvp):
+                        pdr[j] = _f(0.0)
+                _lanes_softmax_grad(_address(p), _address(dp), _address(dsr), nv, nvp, scale)
+                # past the row's keys P' and dS are 0: dk and dv below read whole columns of the head's rows
+                _lanes_fill(_address(pdr), nvp, tkp, _f(0.0))
+                _lanes_fill(_address(dsr), nvp, tkp, _f(0.0))
             if n > 0:
                 _gemm(_address(ds) + 4 * i0 * tkp, tkp, 1, _address(kh), sk, _address(dqh) + 4 * i0 * sdq, sdq,
                       rows, d, n, _ONE)
@@ -1256,14 +1553,20 @@ def _short_backward_heads(q, k, v, g, scale, block, brow, seen, holes, keep, dro
                 for r in range(rows):
                     dqh[i0 + r] = _f(0.0)
             i0 += rows
+        # the queries that see key j0 lie between the first i whose vis[:i + 1] reaches past j0 and the last
+        # whose vis[i:] does: both move one way as j0 grows, so one sweep finds them for every key block
+        for i in range(tq):
+            upto[i] = vis[i] if i == 0 else max(upto[i - 1], vis[i])
+        for i in range(tq - 1, -1, -1):
+            after[i] = vis[i] if i == tq - 1 else max(after[i + 1], vis[i])
+        first, last = 0, tq
         j0 = 0
         while j0 < tk:  # rows of keys: dk = dSᵀ q and dv = P'ᵀ g over the queries that see them
             rows = 4 if j0 + 4 <= tk else 1
-            first, last = tq, 0
-            for i in range(tq):
-                if vis[i] > j0:
-                    first = min(first, i)
-                    last = i + 1
+            while first < tq and upto[first] <= j0:
+                first += 1
+            while last > 0 and after[last - 1] <= j0:
+                last -= 1
             if last > first:
                 _gemm(_address(ds) + 4 * (first * tkp + j0), 1, tkp, _address(qh) + 4 * first * sq, sq,
                       _address(dkh) + 4 * j0 * sdk, sdk, rows, d, last - first, _ONE)
