@@ -6,8 +6,9 @@
 
 Builds the benchmark's seqlab model as `seqlab bench` does, runs `--warmup`
 steps, then `--steps` steps with every product of `seqlab.mkl.matmul` (Linear,
-attention's batched products) timed where it is called, and each product's
-shapes and memory layout recorded. Then each distinct product is run again
+attention's batched products) and every pair of `seqlab.mkl.matmul_pair`
+(Linear's backward: dx and dW in one call) timed where it is called, and each
+one's shapes and memory layout recorded. Then each distinct one is run again
 alone, on arrays of the same layout, warm in cache, and timed the same way.
 Prints, per step: the whole step, the products inside it, the same products
 warm (their count times the median alone), the rest of the step; and torch's
@@ -32,6 +33,11 @@ GOALS = {"bert-infer": 1.0}  # seqlab / torch time the issue asks for; 0.8 for t
 
 def _layout(a) -> tuple:
     return (a.shape, a.strides, str(a.dtype))
+
+
+def _shapes(la, lb) -> str:
+    """"a @ b" with each operand's shape and byte strides, from two `_layout`s."""
+    return f"{la[0]} {la[1]} @ {lb[0]} {lb[1]}"
 
 
 def _like(layout):
@@ -65,29 +71,36 @@ def main(argv=None) -> None:
 
     set_threads(a.threads)
     seqlab_step, torch_step = build(a.name, a.data_dir)[:2]
-    original = mkl.matmul
-    calls: list = []  # (layout of a, layout of b, alpha, seconds), while recording
+    original, original_pair = mkl.matmul, mkl.matmul_pair
+    calls: list = []  # (what was multiplied, seconds), while recording
 
     def timed(x, y, out=None, alpha=1.0):
         t0 = time.perf_counter()
         r = original(x, y, out=out, alpha=alpha)
-        calls.append((_layout(x), _layout(y), alpha, out is not None, time.perf_counter() - t0))
+        calls.append(((_layout(x), _layout(y), alpha, out is not None), time.perf_counter() - t0))
+        return r
+
+    def timed_pair(a1, b1, a2, b2):  # Linear's backward: dx and dW in one call (seqlab.mkl.matmul_pair)
+        t0 = time.perf_counter()
+        r = original_pair(a1, b1, a2, b2)
+        calls.append(((_layout(a1), _layout(b1), _layout(a2), _layout(b2)), time.perf_counter() - t0))
         return r
 
     for _ in range(a.warmup):
         seqlab_step()
         torch_step()
     step_s = []
-    for module in (fused, matmul_ops):  # the modules that took `mm` from seqlab.mkl
-        module.mm = timed
+    patched = [(fused, "mm", timed), (matmul_ops, "mm", timed), (matmul_ops, "mm_pair", timed_pair)]
+    for module, name, fn in patched:  # the modules that took `mm` and `mm_pair` from seqlab.mkl
+        setattr(module, name, fn)
     try:
         for _ in range(a.steps):
             t0 = time.perf_counter()
             seqlab_step()
             step_s.append(time.perf_counter() - t0)
     finally:
-        for module in (fused, matmul_ops):
-            module.mm = original
+        for module, name, _ in patched:
+            setattr(module, name, original if name == "mm" else original_pair)
     torch_s = []
     for _ in range(a.steps):
         t0 = time.perf_counter()
@@ -95,28 +108,38 @@ def main(argv=None) -> None:
         torch_s.append(time.perf_counter() - t0)
 
     in_step = sum(c[-1] for c in calls) / a.steps
-    kinds = Counter(c[:4] for c in calls)
+    kinds = Counter(c[0] for c in calls)
     inside = Counter()
-    for c in calls:
-        inside[c[:4]] += c[-1] / a.steps
+    for what, seconds in calls:
+        inside[what] += seconds / a.steps
+    n_products = sum(count * (2 if len(what) == 4 and isinstance(what[2], tuple) else 1)
+                     for what, count in kinds.items()) // a.steps
     warm, rows = 0.0, []
-    for (la, lb, alpha, with_out), count in kinds.items():
-        x, y = _like(la), _like(lb)
-        out = original(x, y, alpha=alpha) if with_out else None
+    for what, count in kinds.items():
+        if isinstance(what[2], tuple):  # a pair: the four operands' layouts
+            ops = [_like(layout) for layout in what]
+            run = lambda ops=ops: original_pair(*ops)  # noqa: E731
+            label = f"{_shapes(what[0], what[1])} and {_shapes(what[2], what[3])} (paired)"
+        else:
+            la, lb, alpha, with_out = what
+            x, y = _like(la), _like(lb)
+            out = original(x, y, alpha=alpha) if with_out else None
+            run = lambda x=x, y=y, out=out, alpha=alpha: original(x, y, out=out, alpha=alpha)  # noqa: E731
+            label = _shapes(la, lb)
         for _ in range(3):
-            original(x, y, out=out, alpha=alpha)
+            run()
         alone = []
         for _ in range(max(5, min(50, 200 // count))):
             t0 = time.perf_counter()
-            original(x, y, out=out, alpha=alpha)
+            run()
             alone.append(time.perf_counter() - t0)
         alone_s = statistics.median(alone) * count / a.steps
         warm += alone_s
-        rows.append((inside[(la, lb, alpha, with_out)], alone_s, count // a.steps, la[0], lb[0], la[1], lb[1]))
+        rows.append((inside[what], alone_s, count // a.steps, label))
     step, torch_step_s = statistics.median(step_s), statistics.median(torch_s)
     ms = 1e3
     print(f"{a.name}, {a.threads} thread{'s' if a.threads > 1 else ''}, {a.steps} steps "
-          f"({len(calls) // a.steps} products a step, {len(kinds)} distinct), per step:")
+          f"({n_products} products a step, {len(kinds)} distinct calls), per step:")
     print(f"  seqlab step {step * ms:.1f} ms (torch {torch_step_s * ms:.1f} ms, ratio {step / torch_step_s:.2f})")
     print(f"  products inside the step {in_step * ms:.1f} ms ({in_step / step:.0%} of it); the same products "
           f"alone, warm: {warm * ms:.1f} ms (inside / alone {in_step / warm:.2f})")
@@ -125,8 +148,8 @@ def main(argv=None) -> None:
           f"step would be {goal * torch_step_s * ms:.1f} ms")
     if a.detail:
         print("  inside ms  alone ms  ratio  calls  a @ b (byte strides)")
-        for ins, alone_s, n, sa, sb, ta, tb in sorted(rows, reverse=True):
-            print(f"  {ins * ms:9.2f} {alone_s * ms:9.2f} {ins / alone_s:6.2f} {n:6d}  {sa} {ta} @ {sb} {tb}")
+        for ins, alone_s, n, label in sorted(rows, reverse=True):
+            print(f"  {ins * ms:9.2f} {alone_s * ms:9.2f} {ins / alone_s:6.2f} {n:6d}  {label}")
     sys.stdout.flush()
 
 
