@@ -23,8 +23,9 @@ three ops or as one (`F.bias_act_dropout`, through `seqlab.nn.linear.FUSE_FEED_F
 `--switch small-batches` runs batches of small products (attention's, per head) on NumPy, one BLAS call
 per matrix, or on MKL's batched GEMM where `seqlab.mkl.matmul` chooses it (needs MKL);
 `--switch min-parallel` hands arrays to the kernels' parallel twins from 2^15 values or from 2^19
-(sets `seqlab.kernels.MIN_PARALLEL`; without it `kernels.min_parallel()` is 2^19 on Numba's TBB layer
-and 2^15 on OpenMP; matters on two threads or more); `--switch sums` runs a model's residual adds and
+(sets `seqlab.kernels.MIN_PARALLEL`; without it `kernels.min_parallel()` is 2^15 on OpenMP and on
+Numba's TBB layer where the pool runs the products too (beside NumPy's OpenBLAS), else 2^19; matters on
+two threads or more); `--switch sums` runs a model's residual adds and
 Linear's bias on NumPy (one thread) or on the kernels' parallel twins (`seqlab.kernels.PARALLEL_SUMS`;
 matters on two threads or more); `--switch short-attention` runs attention by batched products and the
 softmax kernel, or a head at a time in one compiled pass (`seqlab.kernels.SHORT_ATTENTION`);

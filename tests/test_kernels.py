@@ -393,17 +393,21 @@ def test_arrays_the_kernels_do_not_take_get_none(on):
 
 
 def test_the_parallel_threshold_goes_by_numbas_layer_unless_set(on, monkeypatch):
-    """min_parallel(): 2^15 values on OpenMP, 2^19 on TBB (measured in docs/results.md), MIN_PARALLEL if set;
-    a parallel twin is taken only at or above it (two threads asked for)."""
+    """min_parallel(): 2^15 values on OpenMP, and on TBB where the pool runs the large products too
+    (`gemm_split`: NumPy's OpenBLAS), 2^19 on TBB beside a BLAS's own threads (measured in docs/results.md),
+    MIN_PARALLEL if set; a parallel twin is taken only at or above it (two threads asked for)."""
     from seqlab import _numba_kernels as compiled
 
-    assert kernels.min_parallel() == {"omp": 1 << 15, "tbb": 1 << 19}[kernels._parallel_layer()]
-    for layer, least in (("omp", 1 << 15), ("tbb", 1 << 19)):
-        def pool(_layer=layer):
-            return _layer
-        pool.cache_clear = lambda: None  # as the cached function's (kernels.use clears it)
-        monkeypatch.setattr(kernels, "_parallel_layer", pool)
-        assert kernels.min_parallel() == least
+    tbb = 1 << 15 if kernels._products_on_pool() else 1 << 19
+    assert kernels.min_parallel() == {"omp": 1 << 15, "tbb": tbb}[kernels._parallel_layer()]
+    for split in (True, False):
+        monkeypatch.setattr(kernels, "GEMM_SPLIT", split)
+        for layer, least in (("omp", 1 << 15), ("tbb", tbb if split else 1 << 19)):
+            def pool(_layer=layer):
+                return _layer
+            pool.cache_clear = lambda: None  # as the cached function's (kernels.use clears it)
+            monkeypatch.setattr(kernels, "_parallel_layer", pool)
+            assert kernels.min_parallel() == least
     monkeypatch.setattr(kernels, "MIN_PARALLEL", 1000)
     assert kernels.min_parallel() == 1000
     kernels.set_threads(2)
@@ -596,7 +600,7 @@ _MKL_MISSING = pytest.mark.skipif(mkl.mkl_path() is None, reason="the mkl packag
 
 
 @pytest.mark.parametrize("blas, blocked, want", [
-    ("numpy", (), "tbb 524288 TBB pool"),
+    ("numpy", (), "tbb 32768 TBB pool"),  # the products on the pool too (gemm_split)
     ("numpy", ("tbbpool",), "None 524288 one thread"),  # never GNU OpenMP beside OpenBLAS's spinning threads
     pytest.param("mkl", (), "omp 32768 OpenMP pool", marks=_MKL_MISSING),
     pytest.param("mkl", ("omppool",), "tbb 524288 TBB pool", marks=_MKL_MISSING),

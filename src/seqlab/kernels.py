@@ -68,19 +68,23 @@ __all__ = ["ACTIVATIONS", "adam", "add", "add_rows", "bias_act_dropout", "bias_a
 
 _CHOICES = ("auto", "numpy", "numba")
 _FLOAT32 = np.dtype(np.float32)
-# below this many values the parallel twins are not used; None: by Numba's threading layer, 2^15 on
-# OpenMP (the default beside MKL) and 2^19 on TBB (the default beside OpenBLAS). Inside a model, between
-# MKL's threaded products, twins on TBB lost time below ~5·10^5 values (gpt-train on two threads, arrays
-# of 98,304-393,216 values, was faster with them serial) while on OpenMP they gained from 2^15 (the same
-# gpt-train 8-9% faster there with 2^15 than with 2^19); bert-infer and encoder-train (524,288 values and
-# more) read the same either way (docs/results.md, 2026-12-03). An int set here holds on every layer.
+# below this many values the parallel twins are not used; None: by Numba's threading layer and where the
+# products run. 2^15 on OpenMP (the default beside MKL), and on TBB where the pool runs the large products
+# too (`gemm_split`, the default beside NumPy's OpenBLAS); 2^19 on TBB beside a BLAS's own threads. Between
+# MKL's or OpenBLAS's threaded products twins on TBB lost time below ~5·10^5 values (gpt-train on two
+# threads, arrays of 98,304-393,216 values, was faster with them serial: the BLAS's workers spun on the
+# cores the twins wanted) while on OpenMP they gained from 2^15 (the same gpt-train 8-9% faster there);
+# with the products on the pool gpt-train is faster from 2^15 again (1.2-2.0 ms a step on two threads of
+# an EPYC), and bert-infer and encoder-train (524,288 values and more) read the same either way
+# (docs/results.md, 2026-12-03 and 2026-12-07). An int set here holds on every layer.
 MIN_PARALLEL: int | None = None
 # a model's residual adds and Linear's bias on the parallel twins (`add`, `add_rows`); False: NumPy's loops,
 # one thread (engine_ab.py's switch "sums")
 PARALLEL_SUMS = True
 _MIN_PARALLEL_BY_LAYER = {"omp": 1 << 15}
+_MIN_PARALLEL_SPLIT = 1 << 15  # on TBB with the products on the pool (`gemm_split`)
 _MIN_PARALLEL_OTHERWISE = 1 << 19
-_MIN_PARALLEL_FLOOR = min(*_MIN_PARALLEL_BY_LAYER.values(), _MIN_PARALLEL_OTHERWISE)  # on any layer
+_MIN_PARALLEL_FLOOR = min(*_MIN_PARALLEL_BY_LAYER.values(), _MIN_PARALLEL_SPLIT, _MIN_PARALLEL_OTHERWISE)  # any
 _chosen: str | None = None  # set by use(); None: the environment's SEQLAB_KERNELS
 _threads: int | None = None  # set by set_threads(); None: NumPy's BLAS count, read when first needed
 _forked = False  # True in a child process made by os.fork (see _usable_layer)
@@ -144,10 +148,25 @@ def _load_tbb() -> None:
 
 
 def min_parallel() -> int:
-    """The fewest values an array needs for the parallel twins: `MIN_PARALLEL`, or by Numba's layer."""
+    """The fewest values an array needs for the parallel twins: `MIN_PARALLEL`, or by Numba's layer and
+    where the products run (see `MIN_PARALLEL`)."""
     if MIN_PARALLEL is not None:
         return MIN_PARALLEL
-    return _MIN_PARALLEL_BY_LAYER.get(_usable_layer() or "", _MIN_PARALLEL_OTHERWISE)
+    layer = _usable_layer()
+    by_layer = _MIN_PARALLEL_BY_LAYER.get(layer or "")
+    if by_layer is not None:
+        return by_layer
+    split = layer is not None and GEMM_SPLIT and _products_on_pool()
+    return _MIN_PARALLEL_SPLIT if split else _MIN_PARALLEL_OTHERWISE
+
+
+@functools.lru_cache(maxsize=None)
+def _products_on_pool() -> bool:
+    """Whether `gemm_split` can take products here: NumPy's BLAS an ILP64 OpenBLAS, and MKL not chosen."""
+    from seqlab import mkl
+    from seqlab.blas import openblas_sgemm_address
+
+    return mkl._mkl() is None and openblas_sgemm_address() is not None
 
 
 def _parallel_ok() -> bool:
