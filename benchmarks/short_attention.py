@@ -3,14 +3,16 @@
     python benchmarks/short_attention.py                      # gpt-train's, MiniLM's, encoder-train's, longer
     python benchmarks/short_attention.py --threads 2          # the same, the heads shared between two threads
     python benchmarks/short_attention.py --shape 12,4,64,32 --mask causal --repeats 50
+    python benchmarks/short_attention.py --cold               # inputs out of cache, as inside a step
 
 Times `F.attention_qkv` forward, and forward + backward, on `--threads` threads, with
 `seqlab.kernels.SHORT_ATTENTION` off (batched products and the softmax kernel)
 and on (`kernels.short_attention_forward` / `_backward`), alternated in
 rounds; medians in ms and the ratio on / off. The input stays in cache
-between calls: a step's attention reads it from memory, so the gain in a
-step is smaller (`python benchmarks/engine_ab.py gpt-train --switch
-short-attention` times that).
+between calls; a step's attention reads it from memory: `--cold` sweeps
+64 MiB through the caches before each call (and between forward and
+backward), and `python benchmarks/engine_ab.py gpt-train --switch
+short-attention` times the two inside the step.
 """
 from __future__ import annotations
 
@@ -57,6 +59,9 @@ def main(argv=None) -> None:
     p.add_argument("--threads", type=positive_int, default=1, help="BLAS and kernel threads (default 1)")
     p.add_argument("--repeats", type=positive_int, default=20, help="calls per side and round (default 20)")
     p.add_argument("--rounds", type=positive_int, default=5, help="alternated rounds (default 5)")
+    p.add_argument("--cold", action="store_true",
+                   help="64 MiB swept through the caches before each timed call, and again between forward and "
+                        "backward (as in a step, where attention's inputs come from memory); each call timed alone")
     a = p.parse_args(argv)
 
     import numpy as np
@@ -70,6 +75,10 @@ def main(argv=None) -> None:
         fail("needs Numba: pip install 'seqlab[numba]'")
     set_threads(a.threads)
     shapes = [a.shape + (a.mask, a.dropout)] if a.shape else DEFAULT_SHAPES
+    junk = np.ones(16 << 20, np.float32)  # 64 MiB, more than the caches hold
+
+    def sweep():
+        junk[::16] += 1.0  # one write a cache line: every line of it passes through the caches
     print("| B, H, T, D | mask | forward off / on ms | ratio | forward + backward off / on ms | ratio |")
     print("|---|---|---|---|---|---|")
     for B, H, T, D, kind, p_drop in shapes:
@@ -99,16 +108,39 @@ def main(argv=None) -> None:
             (out * g).sum().backward()
             x.grad = None
 
+        def cold_forward():
+            sweep()
+            t0 = time.perf_counter()
+            forward()
+            return time.perf_counter() - t0
+
+        def cold_both():  # the forward's time and the backward's, each on memory swept out of the caches
+            sweep()
+            t0 = time.perf_counter()
+            out, _ = F.attention_qkv(x, H, attn_mask=mask, dropout_p=p_drop, is_causal=causal, need_weights=False)
+            spent = time.perf_counter() - t0
+            loss = (out * g).sum()
+            sweep()
+            t0 = time.perf_counter()
+            loss.backward()
+            spent += time.perf_counter() - t0
+            x.grad = None
+            return spent
+
         times = {(f, on): [] for f in ("forward", "both") for on in (False, True)}
         for _ in range(a.rounds):
             for on in (False, True):
                 kernels.SHORT_ATTENTION = on
-                for name, fn in (("forward", forward), ("both", both)):
+                for name, fn, cold in (("forward", forward, cold_forward), ("both", both, cold_both)):
                     fn()
-                    t0 = time.perf_counter()
-                    for _ in range(a.repeats):
-                        fn()
-                    times[name, on].append((time.perf_counter() - t0) / a.repeats * 1e3)
+                    if a.cold:
+                        spent = sum(cold() for _ in range(a.repeats))
+                    else:
+                        t0 = time.perf_counter()
+                        for _ in range(a.repeats):
+                            fn()
+                        spent = time.perf_counter() - t0
+                    times[name, on].append(spent / a.repeats * 1e3)
         kernels.SHORT_ATTENTION = True
         med = {key: statistics.median(v) for key, v in times.items()}
         print(f"| {B}, {H}, {T}, {D} | {label} | {med['forward', False]:.2f} / {med['forward', True]:.2f} | "

@@ -197,7 +197,8 @@ def test_short_attention_times_both_paths_and_says_where_it_does_not_apply():
     """One table row per shape, both sides timed; a shape the compiled path declines (no mask) says so."""
     pytest.importorskip("numba")
     for args, label in ((["--mask", "causal"], "causal"), (["--mask", "padding", "--dropout", "0.1"],
-                                                           "padding, dropout 0.1")):
+                                                           "padding, dropout 0.1"),
+                        (["--mask", "causal", "--cold"], "causal")):
         proc = run_script("short_attention.py", "--shape", "2,2,40,16", *args, "--repeats", "1", "--rounds", "1")
         assert proc.returncode == 0, proc.stderr
         row = proc.stdout.strip().splitlines()[-1].split("|")
