@@ -225,6 +225,11 @@ def test_read_ahead_reads_nothing_past_its_arrays():
             a = x[x.size - n:]
             K._read_ahead(a, a, a, a)
             K._read_ahead(a[::-1], a, a[1:], a[:0])
+        # a float32 view at an odd address overlapping one that ends at the page's end: the sweep starts at
+        # the odd address, and its last line's word must not cross into the protected page
+        raw = np.ctypeslib.as_array((ctypes.c_uint8 * page).from_address(at))
+        odd, last = raw[page - 67:page - 3].view(np.float32), raw[page - 64:].view(np.float32)
+        K._read_ahead(odd, last, last, odd)
         print("ok")
     """)
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -1051,12 +1051,13 @@ def _address(x):  # pragma: no cover - compiled
 
 @intrinsic
 def _read_lines(typingctx, lo, hi):
-    """Reads one word in every 64-byte line from address lo up to hi, in order: a sequential sweep, which
-    the CPU's prefetchers run ahead of, bringing the lines into the caches. The words' sum goes to an empty
-    assembler statement, so the compiler keeps every read (`llvm.prefetch` hints instead ran slower: the
-    CPU may drop them when its miss buffers are full)."""
+    """Reads one 4-byte word in every 64-byte line from address lo up to hi (each word wholly below hi), in
+    order: a sequential sweep, which the CPU's prefetchers run ahead of, bringing the lines into the caches.
+    The words' sum goes to an empty assembler statement, so the compiler keeps every read (`llvm.prefetch`
+    hints instead ran slower: the CPU may drop them when its miss buffers are full)."""
     def codegen(context, builder, signature, args):
         lo, hi = args
+        hi = builder.sub(hi, ir.Constant(_I64, 3))  # a word starting before hi - 3 ends by hi
         entry = builder.block
         head, body, done = (builder.append_basic_block(f"read.{x}") for x in ("head", "body", "done"))
         builder.branch(head)
