@@ -1397,7 +1397,7 @@ def _short_forward_heads(q, k, v, scale, block, brow, seen, holes, keep, dropped
     """Heads lo..hi (of B·H, in order) of `short_attention_forward`, on buffers of their own."""
     _, n_heads, tq, d = q.shape
     tk, dv = v.shape[2], v.shape[3]
-    tkp = (tk + LANES - 1) // LANES * LANES
+    tkp = _padded(tk)
     kt = np.zeros((d, tkp), np.float32)  # the head's keys transposed: the scores' B, rows of 16 keys
     s = np.zeros((4, tkp), np.float32)  # four rows of scores, then of weights
     vis = np.empty(tq, np.int64)
@@ -1482,7 +1482,7 @@ def _short_backward_heads(q, k, v, g, scale, block, brow, seen, holes, keep, dro
     """Heads lo..hi of `short_attention_backward`, on buffers of their own."""
     _, n_heads, tq, d = q.shape
     tk, dvn = v.shape[2], v.shape[3]
-    tkp = (tk + LANES - 1) // LANES * LANES
+    tkp = _padded(tk)
     kt = np.zeros((d, tkp), np.float32)
     vt = np.zeros((dvn, tkp), np.float32)
     s = np.zeros((4, tkp), np.float32)  # four rows of scores, then weights
