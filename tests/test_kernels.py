@@ -232,6 +232,80 @@ def test_adam_kernel_is_bitwise_the_numpy_update(decoupled, weight_decay, scalar
     assert np.isnan(compiled[3][3]) and np.isposinf(compiled[3][0]) == (not (weight_decay and not decoupled))
 
 
+ADAM_CONSTS = (0.99, 0.0, 0.1, 0.999, 0.001, 0.3, 1e-8, 0.01)  # AdamW's decay, no L2, step 3 or so
+
+
+def _adam_rows(sizes, seed=5):
+    r = np.random.default_rng(seed)
+    return [tuple((r.standard_normal(n) * s).astype(np.float32) for s in (1.0, 1.0, 0.1, 0.01)) for n in sizes]
+
+
+def _abs_v(rows):
+    for row in rows:
+        np.abs(row[3], out=row[3])  # v is a running mean of squares
+    return rows
+
+
+def test_adam_many_is_bitwise_one_adam_call_per_parameter(on):
+    sizes = [1, 7, 128, (1 << 14) + 3, 3 * (1 << 14), 5]  # blocks of 2^14: partial, whole, several
+    many, one = _abs_v(_adam_rows(sizes)), _abs_v(_adam_rows(sizes))
+    cache = {}
+    for _ in range(2):  # the second step reads the addresses kept in the cache
+        for p, g, _, _ in many:
+            g[:] = np.random.default_rng(len(p)).standard_normal(p.shape)
+        assert kernels.adam_many(many, ADAM_CONSTS, cache)
+        for (_, g, _, _), row in zip(many, one):
+            row[1][:] = g
+            assert kernels.adam(*row, ADAM_CONSTS)
+    for a, b in zip(many, one):
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+    assert [c[0] for c in cache["arrays"]] == [r[0] for r in many]
+
+
+def test_adam_many_takes_every_row_or_none(on):
+    rows = _abs_v(_adam_rows([10, 20]))
+    before = [tuple(a.copy() for a in r) for r in rows]
+    strided = np.zeros(40, np.float32)[::2]
+    strided[:] = rows[1][1]
+    for bad in ([rows[0], (rows[1][0], strided, *rows[1][2:])],  # a gradient not in C order (a strided view)
+                [rows[0], tuple(a.astype(np.float64) for a in rows[1])],  # float64
+                [rows[0], (rows[1][0], rows[1][1][:10], *rows[1][2:])],  # shapes differ
+                [rows[0], tuple(a[:0] for a in rows[1])]):  # empty
+        assert not kernels.adam_many(bad, ADAM_CONSTS, {})
+    for r, b in zip(rows, before):  # nothing was changed
+        for x, y in zip(r, b):
+            np.testing.assert_array_equal(x, y)
+    assert not kernels.adam_many([], ADAM_CONSTS, {})
+    kernels.use("numpy")
+    assert not kernels.adam_many(rows, ADAM_CONSTS, {})
+
+
+def test_adam_many_reads_new_arrays_in_place_of_kept_ones(on):
+    rows = _abs_v(_adam_rows([30, 40]))
+    cache = {}
+    assert kernels.adam_many(rows, ADAM_CONSTS, cache)
+    old_p = rows[1][0]
+    new = tuple(a.copy() for a in rows[1])
+    want = tuple(a.copy() for a in new)
+    assert kernels.adam(*want, ADAM_CONSTS)
+    kept = old_p.copy()
+    assert kernels.adam_many([rows[0], new], ADAM_CONSTS, cache)  # parameter 1's arrays replaced
+    for x, y in zip(new, want):
+        np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(old_p, kept)  # the array the cache held before is left alone
+
+
+def test_address_cache_copies_start_empty():
+    import copy
+    import pickle
+
+    cache = kernels.AddressCache({"a": {"table": np.zeros(3)}})
+    for c in (copy.copy(cache), copy.deepcopy(cache), pickle.loads(pickle.dumps(cache))):
+        assert type(c) is kernels.AddressCache and c == {}
+    assert "a" in cache
+
+
 def test_adam_kernel_takes_only_float32_arrays_of_one_shape(on):
     p, g = f32(4, 3), f32(4, 3)
     consts = (1.0, 0.0, 0.1, 0.999, 0.001, 1.0, 1e-8, 0.001)
@@ -439,7 +513,9 @@ def test_parallel_twins_give_the_same_values_bitwise(two_threads, monkeypatch):
     def adam_step():
         p, m, v = big.copy(), big * 0.1, big * big
         assert kernels.adam(p, big[::-1].copy(), m, v, (0.99, 0.0, 0.1, 0.999, 0.001, 0.3, 1e-8, 0.01))
-        return p, m, v
+        rows = _abs_v(_adam_rows([3, 1 << 14, 2 * (1 << 14) + 5, 100]))  # 5 blocks of 2^14 in all
+        assert kernels.adam_many(rows, ADAM_CONSTS, {})
+        return p, m, v, *(a for row in rows for a in row)
 
     def every_kernel():
         y, mu, r = kernels.layer_norm_forward(x, w, b, 1e-5)
@@ -476,7 +552,7 @@ def test_parallel_twins_give_the_same_values_bitwise(two_threads, monkeypatch):
         return (out, *kernels.bias_act_dropout_backward(g, x, b, out, act, key, 2**31, 2.0))
 
     twins = {n for n in dir(compiled) if n.endswith("_parallel") and not n.startswith("_")}
-    assert len(twins) == 18
+    assert len(twins) == 19
     called = set()
     for name in twins:
         real = getattr(compiled, name)

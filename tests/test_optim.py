@@ -445,3 +445,85 @@ def test_a_custom_optimizer_reads_self_state_of_p_as_in_torch():
     for (name, sp), tp in zip(s.named_parameters(), t.parameters()):
         np.testing.assert_allclose(sp.numpy(), tp.detach().numpy(), rtol=1e-12, atol=1e-14, err_msg=name)
     assert len(s_opt.state_dict()["state"]) == len(t_opt.state_dict()["state"]) == 4
+
+
+def _adamw_run(params, grads_per_step, opt=None, **kw):
+    opt = opt or optim.AdamW(params, lr=0.01, weight_decay=0.1, **kw)
+    for grads in grads_per_step:
+        for p, g in zip(params, grads):
+            p.grad = g.copy()
+        opt.step()
+    return opt
+
+
+def _grads(shapes, steps, seed=0):
+    r = np.random.default_rng(seed)
+    return [[r.standard_normal(s).astype(np.float32) for s in shapes] for _ in range(steps)]
+
+
+def test_adamw_one_call_for_a_group_follows_arrays_replaced_or_copied():
+    """AdamW updates a group's float32 parameters in one compiled call that keeps their arrays' addresses
+    between steps (kernels.adam_many): a parameter's array replaced, or the optimizer deep-copied with its
+    model, must be followed, never the old memory written."""
+    shapes = [(5, 3), (3,), (20000,)]
+    grads = _grads(shapes, 4)
+    r = np.random.default_rng(1)
+    start = [r.standard_normal(s).astype(np.float32) for s in shapes]
+
+    def fresh():
+        return [seqlab.Tensor(a.copy(), requires_grad=True) for a in start]
+
+    want = fresh()
+    _adamw_run(want, grads)
+    # the first parameter's array replaced (same values) after two steps
+    params = fresh()
+    opt = _adamw_run(params, grads[:2])
+    old = params[0].data
+    params[0].data = old.copy()
+    kept = old.copy()
+    _adamw_run(params, grads[2:], opt)
+    np.testing.assert_array_equal(old, kept)
+    for p, w in zip(params, want):
+        np.testing.assert_array_equal(p.data, w.data)
+    # parameters and optimizer deep-copied together after two steps: the copy steps its own arrays
+    params = fresh()
+    opt = _adamw_run(params, grads[:2])
+    params2, opt2 = copy.deepcopy((params, opt))
+    before = [p.data.copy() for p in params]
+    _adamw_run(params2, grads[2:], opt2)
+    for p, b in zip(params, before):
+        np.testing.assert_array_equal(p.data, b)
+    for p, w in zip(params2, want):
+        np.testing.assert_array_equal(p.data, w.data)
+    _adamw_run(params, grads[2:], opt)  # and the original goes on as before
+    for p, w in zip(params, want):
+        np.testing.assert_array_equal(p.data, w.data)
+
+
+def test_adamw_group_with_parameters_the_compiled_call_cannot_take():
+    """A float64 parameter or a strided gradient in the group: every parameter is then updated one by one,
+    with the same values as each alone."""
+    shapes = [(4, 6), (7,)]
+    grads = _grads(shapes, 3)
+    r = np.random.default_rng(2)
+    start = [r.standard_normal(s).astype(np.float32) for s in shapes]
+    alone = []
+    for a, g in zip(start, zip(*grads)):
+        p = seqlab.Tensor(a.copy(), requires_grad=True)
+        _adamw_run([p], [[x] for x in g])
+        alone.append(p.data)
+    mixed = [seqlab.Tensor(a.copy(), requires_grad=True) for a in start]
+    extra = seqlab.Tensor(np.ones(5), requires_grad=True)  # float64
+    opt = optim.AdamW(mixed + [extra], lr=0.01, weight_decay=0.1)
+    for step, gs in enumerate(grads):
+        for p, g in zip(mixed, gs):
+            p.grad = g.copy()
+        if step == 1:  # a strided gradient (a view of every other value) at one step
+            wide = np.zeros((4, 12), np.float32)
+            wide[:, ::2] = gs[0]
+            mixed[0].grad = wide[:, ::2]
+        extra.grad = np.full(5, 0.5)
+        opt.step()
+    for p, a in zip(mixed, alone):
+        np.testing.assert_array_equal(p.data, a)
+    assert extra.data.dtype == np.float64 and np.all(extra.data < 1)

@@ -58,8 +58,8 @@ import numpy as np
 from seqlab import cuda_kernels  # the same kernels for CuPy arrays, on the GPU
 from seqlab.errors import ConfigError
 
-__all__ = ["ACTIVATIONS", "adam", "add", "add_rows", "bias_act_dropout", "bias_act_dropout_backward",
-           "bias_act_dropout_takes",
+__all__ = ["ACTIVATIONS", "AddressCache", "adam", "adam_many", "add", "add_rows", "bias_act_dropout",
+           "bias_act_dropout_backward", "bias_act_dropout_takes",
            "describe", "dropout", "embedding_backward", "flash_tiles", "gelu_backward", "gelu_forward", "gemm_pair",
            "gemm_split",
            "keep_mask",
@@ -705,6 +705,52 @@ def adam(p, g, m, v, consts) -> bool:
         return False
     _twin(k, "adam", p.size)(p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1),
                              np.asarray(consts, dtype=_FLOAT32))
+    return True
+
+
+class AddressCache(dict):
+    """A dict for caches of array addresses (`adam_many`'s): a copy of it (copy, deepcopy, pickle) starts
+    empty. A deep copy of its owner copies the arrays, and the addresses kept would still be the old ones'."""
+
+    def __copy__(self):
+        return type(self)()
+
+    def __deepcopy__(self, memo):
+        return type(self)()
+
+    def __reduce__(self):
+        return type(self), ()
+
+
+def adam_many(rows: list, consts, cache: dict) -> bool:
+    """`adam` on several parameters with the same `consts` in one compiled call
+    (`_numba_kernels.adam_many`): rows [(p, g, m, v), ...]. False (nothing done) unless the kernels take
+    every row: NumPy float32 arrays in C order, the four of a row of one shape and not empty.
+
+    `cache`: a dict the caller keeps between calls for one group of parameters, inside an `AddressCache`.
+    The addresses of p, m and v stay in it while the same arrays come back (each is updated in place, so
+    step after step they do), and only the gradients' are read again: a gradient is a new array every step.
+    """
+    k = _module()
+    if k is None or not rows:
+        return False
+    kept = cache.get("arrays")
+    if kept is None or len(kept) != len(rows) or not all(
+            a is r[0] and b is r[2] and c is r[3] for (a, b, c), r in zip(kept, rows)):
+        taken = all(_kernels(p, m, v) is not None and p.shape == m.shape == v.shape for p, _, m, v in rows)
+        table = np.array([(p.ctypes.data, 0, m.ctypes.data, v.ctypes.data) for p, _, m, v in rows], np.int64)
+        cache.clear()
+        sizes = np.array([p.size for p, *_ in rows], np.int64)
+        cache.update(arrays=[(p, m, v) for p, _, m, v in rows], taken=taken, table=table, sizes=sizes,
+                     total=int(sizes.sum()))
+    if not cache["taken"]:
+        return False
+    for p, g, _, _ in rows:
+        if type(g) is not np.ndarray or g.dtype != _FLOAT32 or not g.flags.c_contiguous or g.shape != p.shape:
+            return False
+    table = cache["table"]
+    table[:, 1] = [g.ctypes.data for _, g, _, _ in rows]
+    _twin(k, "adam_many", cache["total"])(table, cache["sizes"], np.asarray(consts, dtype=_FLOAT32))
     return True
 
 

@@ -19,9 +19,9 @@ class Adam(Optimizer):
     θ ← θ(1 − lr·wd), before the update. `amsgrad` (Reddi et al.
     2018, torch's option) divides by the running maximum of v instead of v,
     so the step size never grows back. `maximize` ascends: the gradient is
-    negated first (torch's order), before weight decay and both moments. With Numba, float32
-    parameters take one compiled pass (`seqlab.kernels.adam`) that gives
-    `_update`'s values bitwise.
+    negated first (torch's order), before weight decay and both moments. With Numba, a group's float32
+    parameters take one compiled call together (`seqlab.kernels.adam_many`; one per parameter,
+    `seqlab.kernels.adam`, where it cannot take them all), which gives `_update`'s values bitwise.
     """
 
     decoupled = False
@@ -42,11 +42,15 @@ class Adam(Optimizer):
     def step(self, closure=None):
         """One update; `closure` (torch's): recomputes the loss and its gradients first, and is returned."""
         loss = run_closure(closure)
-        for group in self.param_groups:
+        tables = self.__dict__.get("_many_tables")  # per group and batch: kernels.adam_many's cache
+        if tables is None:
+            tables = self._many_tables = kernels.AddressCache()
+        for gi, group in enumerate(self.param_groups):
             # Python floats: NumPy then rounds each constant to the parameters' float32 (on NumPy 1 and 2
             # alike, and as the compiled kernel does), where a NumPy float64 would compute in float64 on NumPy 2
             lr, b1, b2, eps, wd = map(float, (group["lr"], *group["betas"], group["eps"], group["weight_decay"]))
             maximize = group.get("maximize", False)
+            batches: dict = {}  # step count -> NumPy parameters' rows, for one compiled call below
             for p in group["params"]:
                 if p.grad is None:
                     continue
@@ -61,17 +65,31 @@ class Adam(Optimizer):
                         state["max_exp_avg_sq"] = xp.zeros_like(p.data)
                 state["step"] += 1
                 t = state["step"]
-                consts = (lr, b1, b2, eps, wd, 1 - b1 ** t, math.sqrt(1 - b2 ** t))
                 if group.get("amsgrad"):  # the plain formula with the running maximum (no compiled kernel)
                     arrays = (p.data, grad, state["exp_avg"], state["exp_avg_sq"], state["max_exp_avg_sq"])
                     for pb, gb, mb, vb, vmax in _blocks(*arrays):
-                        self._update(pb, gb, mb, vb, self._scratch(mb), *consts, vmax=vmax)
+                        self._update(pb, gb, mb, vb, self._scratch(mb), *_consts(lr, b1, b2, eps, wd, t), vmax=vmax)
                     continue
-                if kernels.adam(p.data, grad, state["exp_avg"], state["exp_avg_sq"], self._kernel_consts(*consts)):
-                    continue  # compiled: the formula below in one pass, bitwise (seqlab.kernels)
-                for pb, gb, mb, vb in _blocks(p.data, grad, state["exp_avg"], state["exp_avg_sq"]):
-                    self._update(pb, gb, mb, vb, self._scratch(mb), *consts)
+                row = (p.data, grad, state["exp_avg"], state["exp_avg_sq"])
+                if type(p.data) is np.ndarray:  # with the group's other NumPy parameters at this step, below
+                    batches.setdefault(t, []).append(row)
+                else:
+                    self._update_row(row, _consts(lr, b1, b2, eps, wd, t))
+            # one compiled call for the NumPy parameters at each step count (all of them, unless some joined
+            # later), the same bits as one call each (kernels.adam_many); else each on its own
+            for bi, (t, rows) in enumerate(batches.items()):
+                consts = _consts(lr, b1, b2, eps, wd, t)
+                if not kernels.adam_many(rows, self._kernel_consts(*consts), tables.setdefault((gi, bi), {})):
+                    for row in rows:
+                        self._update_row(row, consts)
         return loss
+
+    def _update_row(self, row: tuple, consts: tuple) -> None:
+        """One parameter's step: row (θ, g, m, v) arrays, `consts` as `_update` takes them after `tmp`."""
+        if kernels.adam(*row, self._kernel_consts(*consts)):
+            return  # compiled: the formula below in one pass, bitwise (seqlab.kernels)
+        for pb, gb, mb, vb in _blocks(*row):
+            self._update(pb, gb, mb, vb, self._scratch(mb), *consts)
 
     def _update(self, p, g, m, v, tmp, lr, b1, b2, eps, wd, bc1, bc2_sqrt, vmax=None) -> None:
         """One Adam(W) step on arrays (whole parameters or blocks of them), in place; `tmp` is scratch;
@@ -113,6 +131,11 @@ class Adam(Optimizer):
         if buf is None or buf.size < like.size:
             buf = bufs[key] = xp_of(like).empty(like.size, dtype=like.dtype)
         return buf[:like.size].reshape(like.shape)
+
+
+def _consts(lr: float, b1: float, b2: float, eps: float, wd: float, t: int) -> tuple:
+    """`Adam._update`'s constants after `tmp`, at step t: the bias corrections 1 − β1ᵗ and √(1 − β2ᵗ)."""
+    return (lr, b1, b2, eps, wd, 1 - b1 ** t, math.sqrt(1 - b2 ** t))
 
 
 _BLOCK = CACHE_BLOCK

@@ -80,6 +80,21 @@ class Optimizer:
         for g in groups:
             self.add_param_group(g)
 
+    def __deepcopy__(self, memo):
+        """A deep copy whose state follows the copied parameters, as torch's (its state is keyed by the
+        tensors): copied with its model, the copy's parameters find their step counts and moments. The
+        state is keyed by id(param), so each entry moves to its parameter's copy (one made now, or the one
+        the same deepcopy made of the model)."""
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        for k, v in self.__dict__.items():
+            if k != "state":
+                new.__dict__[k] = copy.deepcopy(v, memo)
+        by_id = {id(p): p for g in self.param_groups for p in g["params"]}
+        new.state = ParamState({id(copy.deepcopy(by_id[k], memo)) if k in by_id else k: copy.deepcopy(v, memo)
+                                for k, v in self.state.items()})
+        return new
+
     def add_param_group(self, group: dict) -> None:
         """Adds a group: a dict with 'params' (tensors, or torch 2's (name, tensor) pairs as
         `named_parameters()` gives; the names are kept under 'param_names') and any hyper-parameters (the
