@@ -159,6 +159,65 @@ def test_softmax_backward_matches_float64_in_place_too(on):
     np.testing.assert_allclose(g2, want, rtol=1e-5, atol=1e-6)
 
 
+def test_log_softmax_rows_match_float64_and_numpy_on_inf_and_nan(on):
+    x = f32(37, 65, scale=5.0)  # 37 rows: two blocks of 32, the second short; 65 classes (gpt-train's)
+    x[1, :10] = -np.inf  # some classes impossible: −inf there, the rest finite
+    x[2] = -np.inf  # every class impossible
+    x[3, 7], x[4, 64], x[5, 0] = np.inf, np.nan, np.nan  # +inf or NaN anywhere (first, middle, last)
+    got = kernels.log_softmax_rows(x)
+    with np.errstate(invalid="ignore"):
+        kernels.use("numpy")
+        try:
+            plain = fused.log_softmax_array(x, -1)
+        finally:
+            kernels.use("numba")
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(plain))
+    assert np.isnan(got[2:6]).all() and np.isneginf(got[1, :10]).all()
+    x64 = x[[0, 1, *range(6, 37)]].astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        m = x64.max(-1, keepdims=True)
+        want = x64 - m - np.log(np.exp(x64 - m).sum(-1, keepdims=True))
+    np.testing.assert_allclose(got[[0, 1, *range(6, 37)]], want, rtol=1e-6, atol=2e-6)
+    np.testing.assert_allclose(got, torch.log_softmax(torch.from_numpy(x), -1).numpy(), rtol=1e-6, atol=2e-6)
+    assert kernels.log_softmax_rows(x.T) is None and kernels.log_softmax_rows(x.astype(np.float64)) is None
+    np.testing.assert_allclose(kernels.log_softmax_rows(x[6:].reshape(1, 31, 65)), got[6:][None], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_cross_entropy_backward_kernel_matches_the_numpy_formula(on, eps):
+    logp = kernels.log_softmax_rows(f32(40, 13, scale=3.0))
+    target = rng.integers(0, 13, 40)
+    scale = np.where(rng.random(40) > 0.2, np.float32(1 / 33), np.float32(0))  # some rows ignored
+    got = kernels.cross_entropy_backward(logp, target, scale, eps)
+    want = np.exp(logp.astype(np.float64)) - eps / 13
+    want[np.arange(40), target] -= 1 - eps
+    np.testing.assert_allclose(got, want * scale[:, None], rtol=1e-6, atol=1e-8)
+    assert (got[scale == 0] == 0).all()
+    assert kernels.cross_entropy_backward(logp, target.astype(np.float32), scale, eps) is None
+    assert kernels.cross_entropy_backward(logp, target[:5], scale, eps) is None
+
+
+def test_cross_entropy_op_takes_the_kernels_and_matches_torch(on, monkeypatch):
+    calls = []
+    for name in ("log_softmax_rows", "cross_entropy_backward"):
+        real = getattr(kernels, name)
+        monkeypatch.setattr(kernels, name, lambda *a, _r=real, _n=name: (calls.append(_n), _r(*a))[1])
+    x = f32(50, 7, scale=2.0)
+    y = rng.integers(0, 7, 50)
+    y[:4] = -100
+    for eps in (0.0, 0.2):
+        calls.clear()
+        xt = seqlab.Tensor(x, requires_grad=True)
+        loss = F.cross_entropy(xt, seqlab.tensor(y), label_smoothing=eps)
+        loss.backward()
+        tx = torch.tensor(x, requires_grad=True)
+        tl = torch.nn.functional.cross_entropy(tx, torch.tensor(y), label_smoothing=eps)
+        tl.backward()
+        np.testing.assert_allclose(float(loss.item()), tl.item(), rtol=1e-6)
+        np.testing.assert_allclose(xt.grad, tx.grad.numpy(), rtol=1e-5, atol=1e-8)
+        assert calls == ["log_softmax_rows", "cross_entropy_backward"]
+
+
 def test_dropout_is_bitwise_the_numpy_formula(on):
     x = f32(6, 50)
     x[0, :3] = [np.nan, np.inf, -np.inf]
@@ -529,7 +588,8 @@ def test_parallel_twins_give_the_same_values_bitwise(two_threads, monkeypatch):
                 kernels.gelu_backward(x, g, y=kernels.gelu_forward(x)),
                 kernels.embedding_backward(ids, wide, 7),  # 7 rows in the twin's 8 blocks: one block empty
                 *(f for act in kernels.ACTIVATIONS for key in (None, 2**64 - 5) for f in bias_act(act, key)),
-                *sums(), *short_attention())
+                *sums(), *short_attention(), kernels.log_softmax_rows(wide),
+                kernels.cross_entropy_backward(kernels.log_softmax_rows(wide), ids, wide[:, 0].copy(), 0.1))
 
     q, k, v, dout = (f32(1, 3, 21, 16) for _ in range(4))  # short attention: 3 heads, 2 threads take 1 and 2
     block, keep_w = np.triu(np.ones((21, 21), bool), 1), rng.random((1, 3, 21, 21)) > 0.2
@@ -552,7 +612,7 @@ def test_parallel_twins_give_the_same_values_bitwise(two_threads, monkeypatch):
         return (out, *kernels.bias_act_dropout_backward(g, x, b, out, act, key, 2**31, 2.0))
 
     twins = {n for n in dir(compiled) if n.endswith("_parallel") and not n.startswith("_")}
-    assert len(twins) == 19
+    assert len(twins) == 21
     called = set()
     for name in twins:
         real = getattr(compiled, name)

@@ -304,6 +304,76 @@ def softmax_parallel(s, m, t, have_stats, bias, brow):  # pragma: no cover - com
         _softmax_rows(s, m, t, have_stats, bias, brow, c * ROWS, min(n, (c + 1) * ROWS))
 
 
+# ---- log-softmax and the cross-entropy's gradient ----------------------------------------------
+# `fused.log_softmax_array` (LogSoftmax, CrossEntropy's forward) and `CrossEntropy.backward` on NumPy run five
+# to eight passes over the (N, C) logits (max, subtract, exp, sum, log, subtract; exp, index, scale); these
+# make one pass a row that reads it three times while it is in cache.
+
+@_jit_sums
+def _log_softmax_rows(x, out, lo, hi):  # pragma: no cover - compiled
+    """Per row: out = (x − max) − log Σ e^(x − max). A row holding a NaN or +inf, or only −inf, gives NaN
+    throughout, as the NumPy formula does (its sum is NaN)."""
+    k = x.shape[1]
+    for i in range(lo, hi):
+        row, o = x[i], out[i]
+        mx = _row_max(row, k)
+        total = _f(0.0)
+        for j in range(k):
+            total += _exp_at_most_0(row[j] - mx)
+        lse = np.log(total)
+        for j in range(k):
+            o[j] = (row[j] - mx) - lse
+
+
+@_jit_sums
+def log_softmax(x, out):  # pragma: no cover - compiled
+    """x, out (N, C) float32."""
+    n = x.shape[0]
+    for c in range(_blocks(n, ROWS)):
+        _log_softmax_rows(x, out, c * ROWS, min(n, (c + 1) * ROWS))
+
+
+@_jit_sums_parallel
+def log_softmax_parallel(x, out):  # pragma: no cover - compiled
+    n = x.shape[0]
+    for c in prange(_blocks(n, ROWS)):
+        _log_softmax_rows(x, out, c * ROWS, min(n, (c + 1) * ROWS))
+
+
+@_jit_sums
+def _cross_entropy_grad_rows(logp, target, scale, eps_c, one_eps, out, lo, hi):  # pragma: no cover - compiled
+    """Per row i: out = (e^logp − ε/C, and − (1 − ε) at target[i]) · scale[i], in NumPy's order of operations
+    (`CrossEntropy.backward`); eps_c = ε/C and one_eps = 1 − ε as float32, ε/C skipped when 0."""
+    k = logp.shape[1]
+    for i in range(lo, hi):
+        row, o, s = logp[i], out[i], scale[i]
+        for j in range(k):
+            v = _exp(row[j])
+            if eps_c != 0:
+                v -= eps_c
+            o[j] = v * s
+        t = target[i]
+        v = _exp(row[t])
+        if eps_c != 0:
+            v -= eps_c
+        o[t] = (v - one_eps) * s
+
+
+@_jit_sums
+def cross_entropy_backward(logp, target, scale, eps_c, one_eps, out):  # pragma: no cover - compiled
+    """logp, out (N, C) float32; target (N,) int64, each in 0..C − 1; scale (N,) float32."""
+    n = logp.shape[0]
+    for c in range(_blocks(n, ROWS)):
+        _cross_entropy_grad_rows(logp, target, scale, eps_c, one_eps, out, c * ROWS, min(n, (c + 1) * ROWS))
+
+
+@_jit_sums_parallel
+def cross_entropy_backward_parallel(logp, target, scale, eps_c, one_eps, out):  # pragma: no cover - compiled
+    n = logp.shape[0]
+    for c in prange(_blocks(n, ROWS)):
+        _cross_entropy_grad_rows(logp, target, scale, eps_c, one_eps, out, c * ROWS, min(n, (c + 1) * ROWS))
+
+
 @_jit
 def _softmax_backward_rows(g, w, scale, out, lo, hi):  # pragma: no cover - compiled
     """Per row: out = w ⊙ (g − Σ g ⊙ w) · scale, the softmax's input gradient (scale 1: exactly that;

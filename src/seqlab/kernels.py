@@ -59,12 +59,12 @@ from seqlab import cuda_kernels  # the same kernels for CuPy arrays, on the GPU
 from seqlab.errors import ConfigError
 
 __all__ = ["ACTIVATIONS", "AddressCache", "adam", "adam_many", "add", "add_rows", "bias_act_dropout",
-           "bias_act_dropout_backward", "bias_act_dropout_takes",
+           "bias_act_dropout_backward", "bias_act_dropout_takes", "cross_entropy_backward",
            "describe", "dropout", "embedding_backward", "flash_tiles", "gelu_backward", "gelu_forward", "gemm_pair",
            "gemm_split",
            "keep_mask",
-           "keyed_dropout", "layer_norm_backward", "layer_norm_forward", "library", "min_parallel", "set_threads",
-           "softmax_backward", "softmax_rows", "threads", "use"]
+           "keyed_dropout", "layer_norm_backward", "layer_norm_forward", "library", "log_softmax_rows", "min_parallel",
+           "set_threads", "softmax_backward", "softmax_rows", "threads", "use"]
 
 _CHOICES = ("auto", "numpy", "numba")
 _FLOAT32 = np.dtype(np.float32)
@@ -531,6 +531,40 @@ def short_attention_backward(q, k, v, g, scale: float, plan, keep, pscale, stats
         _FLOAT32.type(pscale), stats[0], stats[1], stats[2] if len(stats) > 2 else _NO_WEIGHTS, len(stats) > 2,
         dq, dk, dvv, threads())
     return dq, dk, dvv
+
+
+def log_softmax_rows(x):
+    """x − max − log Σ e^(x − max) over the last axis of x, as a new array (`fused.log_softmax_array`'s
+    formula in one compiled pass a row); None where the kernels do not take x (a NumPy float32 array in
+    C order, not empty). CuPy arrays: the CUDA kernel's."""
+    if _gpu(x):
+        return cuda_kernels.log_softmax_rows(x)
+    k = _kernels(x)
+    if k is None or x.ndim == 0:
+        return None
+    out = np.empty_like(x)
+    n = x.shape[-1]
+    _twin(k, "log_softmax", x.size)(x.reshape(-1, n), out.reshape(-1, n))
+    return out
+
+
+def cross_entropy_backward(logp, target, scale, eps: float = 0.0):
+    """(e^logp − ε/C − (1 − ε)·onehot(target)) · scale[:, None] for logp (N, C), target (N,) ints, each in
+    0..C − 1 (the forward checked them), and scale (N,) (each row's weight): `CrossEntropy.backward`'s
+    formula in one compiled pass a row; None where the kernels do not take logp (as `log_softmax_rows`).
+    CuPy arrays: the CUDA kernel's."""
+    if _gpu(logp):
+        return cuda_kernels.cross_entropy_backward(logp, target, scale, eps)
+    k = _kernels(logp)
+    if k is None or logp.ndim != 2 or getattr(target, "shape", None) != logp.shape[:1] \
+            or getattr(target, "dtype", np.dtype(object)).kind not in "iu":
+        return None
+    out = np.empty_like(logp)
+    n = logp.shape[1]
+    _twin(k, "cross_entropy_backward", logp.size)(
+        logp, np.ascontiguousarray(target, dtype=np.int64), np.ascontiguousarray(scale, dtype=_FLOAT32),
+        _FLOAT32.type(eps / n), _FLOAT32.type(1 - eps), out)
+    return out
 
 
 def softmax_backward(g, w, out=None, scale: float = 1.0):

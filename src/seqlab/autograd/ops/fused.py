@@ -82,7 +82,7 @@ def softmax_array(x, dim, overwrite: bool = False, stats: tuple | None = None, w
 def log_softmax_array(x, dim):
     """x − max − log Σ exp(x − max): finite for logits of any magnitude."""
     if _is_last(x, dim):
-        fast = cuda_kernels.log_softmax_rows(x)  # CuPy: one kernel, a row read twice and written once
+        fast = kernels.log_softmax_rows(x)  # compiled (CuPy: CUDA): one pass a row
         if fast is not None:
             return fast
     xp = xp_of(x)
@@ -183,7 +183,7 @@ class CrossEntropy(Function):
         else:
             scale = grad * valid / max(self.count, 1)
         scale = scale.astype(logp.dtype)
-        fast = cuda_kernels.cross_entropy_backward(logp, target, scale, self.eps)  # CuPy: the lines below at once
+        fast = kernels.cross_entropy_backward(logp, target, scale, self.eps)  # compiled (CuPy: CUDA): the lines below
         if fast is not None:
             return fast, None
         g = xp.exp(logp)
