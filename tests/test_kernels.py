@@ -195,6 +195,10 @@ def test_cross_entropy_backward_kernel_matches_the_numpy_formula(on, eps):
     assert (got[scale == 0] == 0).all()
     assert kernels.cross_entropy_backward(logp, target.astype(np.float32), scale, eps) is None
     assert kernels.cross_entropy_backward(logp, target[:5], scale, eps) is None
+    for bad in (-1, 13):  # a class outside 0..C − 1: not read (the NumPy formula's indexing says so)
+        wrong = target.copy()
+        wrong[7] = bad
+        assert kernels.cross_entropy_backward(logp, wrong, scale, eps) is None
 
 
 def test_cross_entropy_op_takes_the_kernels_and_matches_torch(on, monkeypatch):

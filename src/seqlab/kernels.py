@@ -549,18 +549,20 @@ def log_softmax_rows(x):
 
 
 def cross_entropy_backward(logp, target, scale, eps: float = 0.0):
-    """(e^logp − ε/C − (1 − ε)·onehot(target)) · scale[:, None] for logp (N, C), target (N,) ints, each in
-    0..C − 1 (the forward checked them), and scale (N,) (each row's weight): `CrossEntropy.backward`'s
-    formula in one compiled pass a row; None where the kernels do not take logp (as `log_softmax_rows`).
-    CuPy arrays: the CUDA kernel's."""
+    """(e^logp − ε/C − (1 − ε)·onehot(target)) · scale[:, None] for logp (N, C), target (N,) ints, and
+    scale (N,) (each row's weight): `CrossEntropy.backward`'s formula in one compiled pass a row; None
+    where the kernels do not take logp (as `log_softmax_rows`) or a target is outside 0..C − 1 (the
+    caller's formula then says so). CuPy arrays: the CUDA kernel's."""
     if _gpu(logp):
         return cuda_kernels.cross_entropy_backward(logp, target, scale, eps)
     k = _kernels(logp)
     if k is None or logp.ndim != 2 or getattr(target, "shape", None) != logp.shape[:1] \
             or getattr(target, "dtype", np.dtype(object)).kind not in "iu":
         return None
-    out = np.empty_like(logp)
     n = logp.shape[1]
+    if target.size and (int(target.min()) < 0 or int(target.max()) >= n):
+        return None
+    out = np.empty_like(logp)
     _twin(k, "cross_entropy_backward", logp.size)(
         logp, np.ascontiguousarray(target, dtype=np.int64), np.ascontiguousarray(scale, dtype=_FLOAT32),
         _FLOAT32.type(eps / n), _FLOAT32.type(1 - eps), out)
