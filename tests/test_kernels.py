@@ -159,6 +159,33 @@ def test_softmax_backward_matches_float64_in_place_too(on):
     np.testing.assert_allclose(g2, want, rtol=1e-5, atol=1e-6)
 
 
+def test_column_sums_match_float64_and_take_only_c_order_float32(on):
+    for shape in [(1, 5), (31, 3), (100, 48), (768, 130)]:  # one row; under a block; blocks with a short last
+        a = f32(*shape)
+        got = kernels.column_sums(a)
+        assert got.shape == shape[1:] and got.dtype == np.float32
+        np.testing.assert_allclose(got, a.astype(np.float64).sum(0), rtol=1e-5, atol=1e-5)
+    a = f32(40, 6)
+    a[3, 2], a[5, 4] = np.inf, np.nan
+    got = kernels.column_sums(a)
+    assert np.isposinf(got[2]) and np.isnan(got[4]) and np.isfinite(np.delete(got, [2, 4])).all()
+    assert kernels.column_sums(a.T) is None and kernels.column_sums(a.astype(np.float64)) is None
+    assert kernels.column_sums(a[0]) is None  # 1-D
+
+
+def test_linear_bias_gradient_takes_the_column_sums(on, monkeypatch):
+    calls = []
+    real = kernels.column_sums
+    monkeypatch.setattr(kernels, "column_sums", lambda a: (calls.append(a.shape), real(a))[1])
+    x, w, b = f32(3, 7, 5), f32(4, 5), f32(4)
+    xs, ws, bs = (seqlab.Tensor(v, requires_grad=True) for v in (x, w, b))
+    F.linear(xs, ws, bs).sum().backward()
+    tx, tw, tb = (torch.tensor(v, requires_grad=True) for v in (x, w, b))
+    torch.nn.functional.linear(tx, tw, tb).sum().backward()
+    assert calls == [(21, 4)]
+    np.testing.assert_allclose(bs.grad, tb.grad.numpy(), rtol=1e-6)
+
+
 def test_log_softmax_rows_match_float64_and_numpy_on_inf_and_nan(on):
     x = f32(37, 65, scale=5.0)  # 37 rows: two blocks of 32, the second short; 65 classes (gpt-train's)
     x[1, :10] = -np.inf  # some classes impossible: −inf there, the rest finite

@@ -137,6 +137,32 @@ def _sum_blocks(partial, out):  # pragma: no cover - compiled
             out[j] += partial[c, j]
 
 
+# ---- column sums (a bias's gradient) ------------------------------------------------------------------
+# NumPy's einsum("ij->j") on a C-order array: 33 us at (768, 384) and 59 at (2048, 256), against 21 and 31
+# here, where each block of rows is summed down its columns on whole vectors. No parallel twin: on two
+# threads gpt-train's twelve a step took 0.62 ms shared out, 0.22 on one (the rows are in the cache of the
+# core whose op wrote them).
+
+@_jit
+def _column_sums_rows(a, out, lo, hi):  # pragma: no cover - compiled
+    """out += Σ a[lo:hi] over the rows, in row order."""
+    for i in range(lo, hi):
+        row = a[i]
+        for j in range(out.shape[0]):
+            out[j] += row[j]
+
+
+@_jit
+def column_sums(a, out):  # pragma: no cover - compiled
+    """a (N, D); out (D,) zeroed by the caller."""
+    n, d = a.shape
+    nb = _blocks(n, ROWS)
+    pb = np.zeros((nb, d), np.float32)
+    for c in range(nb):
+        _column_sums_rows(a, pb[c], c * ROWS, min(n, (c + 1) * ROWS))
+    _sum_blocks(pb, out)
+
+
 @_jit
 def layer_norm_backward(g, x, mean, rstd, w, gx, gw, gb):  # pragma: no cover - compiled
     """g, x, gx (N, D); mean, rstd (N,); w, gw, gb (D,), gw and gb zeroed by the caller."""

@@ -59,7 +59,7 @@ from seqlab import cuda_kernels  # the same kernels for CuPy arrays, on the GPU
 from seqlab.errors import ConfigError
 
 __all__ = ["ACTIVATIONS", "AddressCache", "adam", "adam_many", "add", "add_rows", "bias_act_dropout",
-           "bias_act_dropout_backward", "bias_act_dropout_takes", "cross_entropy_backward",
+           "bias_act_dropout_backward", "bias_act_dropout_takes", "column_sums", "cross_entropy_backward",
            "describe", "dropout", "embedding_backward", "flash_tiles", "gelu_backward", "gelu_forward", "gemm_pair",
            "gemm_split",
            "keep_mask",
@@ -531,6 +531,19 @@ def short_attention_backward(q, k, v, g, scale: float, plan, keep, pscale, stats
         _FLOAT32.type(pscale), stats[0], stats[1], stats[2] if len(stats) > 2 else _NO_WEIGHTS, len(stats) > 2,
         dq, dk, dvv, threads())
     return dq, dk, dvv
+
+
+def column_sums(a2):
+    """Σ over the rows of a 2-D array (a bias's gradient), as a new (D,) array: float32 NumPy arrays in C
+    order on the kernels (`_numba_kernels.column_sums`), CuPy arrays on the CUDA kernel; None otherwise."""
+    if _gpu(a2):
+        return cuda_kernels.column_sums(a2)
+    k = _kernels(a2)
+    if k is None or a2.ndim != 2:
+        return None
+    out = np.zeros(a2.shape[1], _FLOAT32)
+    k.column_sums(a2, out)  # on one thread whatever `threads()` says (see the kernel)
+    return out
 
 
 def log_softmax_rows(x):

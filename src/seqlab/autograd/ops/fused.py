@@ -35,9 +35,10 @@ def rowsum(a, dim=-1):
 
 
 def colsum(a2):
-    """Σ over the rows of a 2-D array (the bias gradient of a batch), with einsum (see rowsum); on CuPy the
-    CUDA kernel's column sums (CuPy's einsum took cuBLAS's matrix-vector product, ~8x slower per call on an H200)."""
-    fast = cuda_kernels.column_sums(a2)
+    """Σ over the rows of a 2-D array (the bias gradient of a batch): the kernels' column sums (on CuPy the
+    CUDA kernel's: CuPy's einsum took cuBLAS's matrix-vector product, ~8x slower per call on an H200), else
+    einsum (see rowsum)."""
+    fast = kernels.column_sums(a2)
     if fast is not None:
         return fast
     return xp_of(a2).einsum("ij->j", a2)
