@@ -1,4 +1,5 @@
-"""Compiled kernels on the CPU (optional): LayerNorm, the softmax, dropout, GELU, Adam, and a feed-forward's middle.
+"""Compiled kernels on the CPU (optional): LayerNorm, the softmax and log-softmax, the cross-entropy's gradient,
+dropout, GELU, Adam, a bias's gradient, and a feed-forward's middle.
 
 NumPy runs one operation at a time over the whole array: LayerNorm's forward
 is five passes through memory (row sums, x − μ, squares summed, ·r, ·w + b)
@@ -10,7 +11,8 @@ encoder-train's size take ~1/4 of the NumPy time, the softmax's ~1/2 to
 ~1/3, GELU's ~1/3 to ~1/5 (benchmarks/row_kernels.py). Dropout's keep masks
 (SplitMix64 words, `seqlab.random`) are drawn 7-12x faster than NumPy's
 formula and, for plain dropout, made again in backward instead of stored;
-an Adam(W) step is one pass instead of ~14 (~5x); a feed-forward's bias,
+an Adam(W) step is one pass instead of ~14 (~5x), one call for a whole parameter group (`adam_many`); the
+log-softmax and the cross-entropy's gradient one pass a row instead of 5-8; a feed-forward's bias,
 activation and dropout are one pass each way (`bias_act_dropout`); memory-efficient
 attention's score tiles are one pass per row instead of ~8 (`flash_tiles`); the embedding's gradient
 is its rows added in place by id (~1.5x faster than SciPy's sparse
