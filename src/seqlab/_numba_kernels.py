@@ -140,8 +140,8 @@ def _sum_blocks(partial, out):  # pragma: no cover - compiled
 # ---- column sums (a bias's gradient) ------------------------------------------------------------------
 # NumPy's einsum("ij->j") on a C-order array: 33 us at (768, 384) and 59 at (2048, 256), against 21 and 31
 # here, where each block of rows is summed down its columns on whole vectors. No parallel twin: on two
-# threads gpt-train's twelve a step took 0.62 ms shared out, 0.22 on one (the rows are in the cache of the
-# core whose op wrote them).
+# threads gpt-train's twelve a step took 0.62 ms shared out, 0.22 on one (likely: the rows are in the cache
+# of the core whose op wrote them).
 
 @_jit
 def _column_sums_rows(a, out, lo, hi):  # pragma: no cover - compiled

@@ -48,8 +48,8 @@ def test_default_gates_forget(flow):
 
 def test_clipping_keeps_exploding_training_finite():
     """Without clipping the gradient norm explodes within 40 steps: past 1e9 (from ~20), or already inf/NaN
-    (the step where float32 overflows moves with the sums' rounding: step 35 on earlier code, 41 now); with
-    clipping every step stays finite and the loss falls."""
+    (where float32 overflows moves with the sums' rounding: the first non-finite loss came at step 35 on
+    earlier code, at 42 now); with clipping every step stays finite and the loss falls."""
     plain = exploding_training(None, steps=40)
     clipped = exploding_training(1.0, steps=40)
     assert plain["grad_norms"][0] < 100 and not plain["max_grad_norm"] < 1e9
