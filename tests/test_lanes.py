@@ -41,6 +41,14 @@ if kernels.library() == "numba":
     def lanes_softmax_grad(p, dp, ds, nv, nvp, scale):
         K._lanes_softmax_grad(K._address(p), K._address(dp), K._address(ds), nv, nvp, scale)
 
+    @njit
+    def lanes_weights4(s, nv0, nv1, nv2, nv3, stats):
+        K._lanes_weights4(K._address(s), s.shape[1], nv0, nv1, nv2, nv3, K._address(stats))
+
+    @njit
+    def lanes_weights4_given(s, nv0, nv1, nv2, nv3, stats):
+        K._lanes_weights4_given(K._address(s), s.shape[1], nv0, nv1, nv2, nv3, K._address(stats))
+
 LENGTHS = [0, 1, 5, 15, 16, 17, 31, 33, 48, 64]
 SENTINEL = np.float32(123.0)
 
@@ -234,3 +242,38 @@ def test_read_ahead_reads_nothing_past_its_arrays():
     """)
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
+
+
+@pytest.mark.parametrize("nvs", [(1, 2, 3, 4), (0, 0, 0, 0), (0, 17, 5, 64), (33, 16, 48, 15), (64, 64, 64, 64)])
+def test_four_rows_at_once_are_bitwise_weights_row_on_each(nvs):
+    """`_lanes_weights4` (the forward's four rows of a tile) and `_lanes_weights4_given` (backward's, from the
+    forward's max and sum): each row's weights, max and sum are `_weights_row`'s bits; every lane up to the
+    longest row's last chunk is written (0 past a row's keys), nothing past it."""
+    rng = np.random.default_rng(sum(nvs))
+    s = np.stack([_row(nv, rng) for nv in nvs])  # (4, 80): NaN past each row's keys
+    s[2, 3] = np.nan if nvs[2] > 3 else s[2, 3]  # a NaN score: that row's weights NaN, the others untouched
+    want, again = s.copy(), s.copy()
+    stats = np.empty(8, np.float32)
+    lanes_weights4(s, *nvs, stats)
+    reach = _padded(max(nvs))
+    for r, nv in enumerate(nvs):
+        mx, total = K._weights_row(want[r], nv, np.zeros(1, np.bool_), False, np.float32(0), np.float32(1), False)
+        np.testing.assert_array_equal(stats[[r, 4 + r]], np.array([mx, total], np.float32))  # NaN sum: NaN
+        np.testing.assert_array_equal(s[r, :_padded(nv)], want[r, :_padded(nv)])
+        assert not s[r, _padded(nv):reach].any()
+        np.testing.assert_array_equal(s[r, reach:], again[r, reach:])
+    lanes_weights4_given(again, *nvs, stats)
+    np.testing.assert_array_equal(again[:, :reach], s[:, :reach])
+
+
+@pytest.mark.parametrize("t, d", [(64, 32), (45, 32), (16, 16), (7, 16), (33, 20), (1, 48)])
+def test_transpose_into_by_vector_blocks_and_value_by_value(t, d):
+    """A head's keys (rows of a packed q/k/v, far apart) transposed: 16 × 16 blocks on vectors where D is a
+    multiple of 16, the rest value by value; nothing past the T columns written."""
+    rng = np.random.default_rng(t * d)
+    packed = rng.standard_normal((t, 3, d + 5)).astype(np.float32)
+    x = packed[:, 1, :d]
+    out = np.full((d, t + 9), SENTINEL, np.float32)
+    K._transpose_into(x, out)
+    np.testing.assert_array_equal(out[:, :t], x.T)
+    assert (out[:, t:] == SENTINEL).all()
