@@ -274,6 +274,36 @@ def test_attention_qkv_equals_splitting_first_bitwise(dtype, t, d):
     assert gx1.flags.c_contiguous and gx1.shape == packed.shape and gx1.dtype == dtype
 
 
+@pytest.mark.parametrize("weights_grad", [False, True])  # the fused op, or the composed ops (weights' gradient)
+@pytest.mark.parametrize("t,d,causal", [(64, 16, True), (5, 4, False)])  # the compiled kernels' path, NumPy's
+def test_attention_qkv_merge_heads_is_the_transpose_and_reshape_bitwise(weights_grad, t, d, causal):
+    """merge_heads=True: the output (B, T, E) is out.transpose(1, 2).reshape(B, T, E) of the plain call, bitwise,
+    and so are the gradients of qkv (first and second order: a gradient taken with create_graph=True,
+    differentiated again)."""
+    rng = np.random.default_rng(12)
+    B, H = 2, 2
+    packed = rng.standard_normal((B, t, 3 * H * d)).astype(np.float32)
+    g = rng.standard_normal((B, t, H * d)).astype(np.float32)
+    results = []
+    for merge in (False, True):
+        x = seqlab.tensor(packed, requires_grad=True)
+        out, w = F.attention_qkv(x, H, is_causal=causal, weights_grad=weights_grad, merge_heads=merge)
+        if merge:
+            assert out.shape == (B, t, H * d)
+            if not weights_grad:
+                assert isinstance(out._ctx, fused.PackedAttention)
+        else:
+            out = out.transpose(1, 2).reshape(B, t, H * d)
+        (gx,) = seqlab.autograd.grad((out * seqlab.tensor(g)).sum(), [x], create_graph=True)
+        (gx * gx).sum().backward()
+        x1 = seqlab.tensor(packed, requires_grad=True)  # and a plain backward
+        out1, _ = F.attention_qkv(x1, H, is_causal=causal, weights_grad=weights_grad, merge_heads=merge)
+        out1.backward(seqlab.tensor(g if merge else g.reshape(B, t, H, d).transpose(0, 2, 1, 3)))
+        results.append((out.numpy(), w.numpy(), gx.numpy(), x.grad, x1.grad))
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_attention_qkv_matches_torch_with_a_causal_mask():
     rng = np.random.default_rng(9)
     B, T, H, D = 2, 6, 2, 4

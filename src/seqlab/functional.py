@@ -673,20 +673,27 @@ def attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None, dropout
 
 def attention_qkv(qkv: Tensor, num_heads: int, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
                   scale: float | None = None, training: bool = True, generator=None,
-                  weights_grad: bool = False, need_weights: bool = True) -> tuple[Tensor, Tensor]:
+                  weights_grad: bool = False, need_weights: bool = True,
+                  merge_heads: bool = False) -> tuple[Tensor, Tensor]:
     """`attention` of q, k and v packed in one (B, T, 3·E) tensor, q | k | v along the last axis (a fused
     in-projection's output, e.g. `nn.MultiheadAttention`'s in_proj or GPT-2's c_attn), each split into
     `num_heads` heads of E / num_heads: the same (B, H, T, D) output and weights, bitwise, as splitting
-    first. Backward then returns one (B, T, 3·E) gradient (`Fu.PackedAttention`)."""
+    first. Backward then returns one (B, T, 3·E) gradient (`Fu.PackedAttention`). `merge_heads`: the
+    output as (B, T, E), the heads concatenated as an out-projection takes them (the same values as
+    `out.transpose(1, 2).reshape(B, T, E)`, with no op of its own)."""
     qkv = _t(qkv)
     if qkv.ndim != 3 or num_heads < 1 or qkv.shape[-1] % (3 * num_heads):
         raise ValueError(f"attention_qkv needs a (B, T, 3·E) tensor with E divisible by num_heads={num_heads}, "
                          f"got shape {qkv.shape}")
     B, T, E3 = qkv.shape
     heads = (B, num_heads, T, E3 // (3 * num_heads))
-    return _attention(Fu.PackedAttention, [qkv], heads, heads, heads, qkv.dtype, backend.xp_of(qkv.data),
-                      attn_mask, dropout_p, is_causal, scale, training, generator, weights_grad=weights_grad,
-                      need_weights=need_weights, heads=num_heads)
+    out, weights = _attention(Fu.PackedAttention, [qkv], heads, heads, heads, qkv.dtype, backend.xp_of(qkv.data),
+                              attn_mask, dropout_p, is_causal, scale, training, generator,
+                              weights_grad=weights_grad, need_weights=need_weights, heads=num_heads,
+                              **({"merged": True} if merge_heads else {}))
+    if merge_heads and out.ndim == 4:  # the composed path (weights_grad): its (B, H, T, D) merged here
+        out = out.transpose(1, 2).reshape(B, T, E3 // 3)
+    return out, weights
 
 
 def _attention(op, inputs, q_shape, k_shape, v_shape, dtype, xp, attn_mask, dropout_p, is_causal, scale,

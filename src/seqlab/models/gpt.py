@@ -109,8 +109,8 @@ class GPTAttention(nn.Module):
         p = self.attn_dropout if self.training else 0.0
         if cache is None:  # q, k, v straight from c_attn's (B, T, 3C) output: one gradient array for it
             out, w = F.attention_qkv(self.c_attn(x), H, attn_mask=mask, dropout_p=p, scale=self.scale,
-                                     training=self.training, need_weights=need_weights)
-            return self._project(out), w
+                                     training=self.training, need_weights=need_weights, merge_heads=True)
+            return self.resid_dropout(self.c_proj(out)), w  # out (B, T, C), the heads merged
         q, k, v = self.c_attn(x).split(C, dim=2)          # 3 × (B, T, C)
         q = q.reshape(B, T, H, D).transpose(1, 2)         # (B, H, T, D)
         k = k.reshape(B, T, H, D).transpose(1, 2)         # (B, H, T, D)

@@ -244,8 +244,8 @@ class MultiheadAttention(Module):
             mask = self._scores_mask(attn_mask, key_padding_mask, is_causal, position_bias, B, L, L, qkv.dtype, xp)
             out, weights = F.attention_qkv(qkv, H, attn_mask=mask, dropout_p=self.dropout, training=self.training,
                                            scale=1.0 / math.sqrt(D), weights_grad=need_weights and weights_grad,
-                                           need_weights=need_weights)
-            # (B, H, L, D), (B, H, L, L)
+                                           need_weights=need_weights, merge_heads=True)
+            # (B, L, E), (B, H, L, L)
             return self._merge_heads(out, weights, need_weights, average_attn_weights, unbatched)
         q, k, v = self._in_projection(query, key, value)  # (B, L, E), (B, S, E), (B, S, E)
         if self.bias_k is not None:  # one learned key/value appended to every sequence
@@ -294,9 +294,11 @@ class MultiheadAttention(Module):
         return mask
 
     def _merge_heads(self, out, weights, need_weights, average_attn_weights, unbatched):
-        """(B, H, L, D) heads -> out_proj's (B, L, E) output, and the weights as asked for."""
-        B, H, L, D = out.shape
-        out = out.transpose(1, 2).reshape(B, L, H * D)  # (B, L, E) heads concatenated
+        """(B, H, L, D) heads (or (B, L, E), merged already) -> out_proj's (B, L, E) output, and the weights
+        as asked for."""
+        if out.ndim == 4:
+            B, H, L, D = out.shape
+            out = out.transpose(1, 2).reshape(B, L, H * D)  # (B, L, E) heads concatenated
         out = self.out_proj(out)  # (B, L, E)
         if not need_weights:
             weights = None

@@ -726,13 +726,33 @@ class PackedAttention(Attention):
     of one (B, T, 3·E) gradient. Split by three slicing ops instead, each
     would hand back its third to be added into a zeroed (B, T, 3·E) array:
     a zero fill and three more passes over it per layer.
+
+    `merged`: the output with its heads merged, (B, T, H·D) as an out-projection
+    takes it, instead of (B, H, T, D): the same memory (the output is laid out
+    as (B, T, H, D)), without a transpose and a reshape op after it.
     """
 
-    def forward(self, qkv, bias=None, heads=1, block=None, scale=1.0, keep_mask=None, p=0.0, need_weights=True):
+    merged = False
+
+    def forward(self, qkv, bias=None, heads=1, block=None, scale=1.0, keep_mask=None, p=0.0, need_weights=True,
+                merged=False):
         q, k, v = unpack_heads(qkv, heads)
-        return super().forward(q, k, v, bias, block, scale, keep_mask, p, need_weights)
+        out = super().forward(q, k, v, bias, block, scale, keep_mask, p, need_weights)
+        if not merged:
+            return out
+        self.merged = True
+        B, H, T, D = out.shape
+        return out.swapaxes(1, 2).reshape(B, T, H * D)
+
+    def _heads(self, grad):
+        """The output's gradient as (B, H, T, D) (a view of a merged one)."""
+        if not self.merged:
+            return grad
+        B, H, T, D = self.saved[0].shape
+        return grad.reshape(B, T, H, D).swapaxes(1, 2)
 
     def backward(self, grad):
+        grad = self._heads(grad)
         need = self.needs_input_grad
         want_bias = len(need) > 1 and need[1]
         if not need[0]:
@@ -755,6 +775,8 @@ class PackedAttention(Attention):
         want_bias = len(need) > 1 and need[1]
         q, k, v, bias = self.saved[:4]
         B, H, T, D = q.shape
+        if self.merged:
+            g = g.reshape(B, T, H, D).transpose(1, 2)
         packed = xp_of(q).stack([a.swapaxes(1, 2) for a in (q, k, v)], axis=2)  # (B, T, 3, H, D)
         qkv = graph_input(self, 0, packed.reshape(B, T, 3 * H * D)).reshape(B, T, 3, H, D)
         q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))  # (B, H, T, D) each
