@@ -690,7 +690,7 @@ def attention_qkv(qkv: Tensor, num_heads: int, attn_mask=None, dropout_p: float 
     out, weights = _attention(Fu.PackedAttention, [qkv], heads, heads, heads, qkv.dtype, backend.xp_of(qkv.data),
                               attn_mask, dropout_p, is_causal, scale, training, generator,
                               weights_grad=weights_grad, need_weights=need_weights, heads=num_heads,
-                              **({"merged": True} if merge_heads else {}))
+                              merged=merge_heads)
     if merge_heads and out.ndim == 4:  # the composed path (weights_grad): its (B, H, T, D) merged here
         out = out.transpose(1, 2).reshape(B, T, E3 // 3)
     return out, weights
