@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 
 import numpy as np
 import pytest
@@ -207,6 +208,27 @@ def test_targets_table_gives_the_rounds_own_ratios():
     assert "| gpt-train time | ≤ 0.80 × torch | 0.80 × torch (rounds 0.70–1.00, ≤ 0.80 in 2 of 4) | yes |" in text
     uneven = dict(d, torch_all=[1.0, 1.0, 1.0])  # not one pair per round: no range rather than a wrong one
     assert "| 0.80 × torch | yes |" in targets([BenchResult("gpt-train", "", ["benchmark"], [], data=uneven)])
+
+
+def test_targets_table_gives_an_interval_for_the_ratio_from_five_rounds_on():
+    """From 5 rounds on, the targets table gives a bootstrap interval for the ratio of the medians: a point
+    where every round has the same ratio, a range around the median where the rounds scatter, the same range
+    for the same record every time (seeded)."""
+    from seqlab.bench.report import ratio_interval, targets
+
+    torch_all = [1.0, 1.3, 0.9, 1.1, 1.2, 1.0, 0.95]
+    steady = [0.8 * t for t in torch_all]  # every round at 0.80, the absolute times moving
+    lo, hi = ratio_interval(steady, torch_all)
+    assert lo == pytest.approx(0.8) and hi == pytest.approx(0.8)
+    noisy = [0.6, 1.1, 0.7, 0.95, 0.85, 0.9, 0.75]
+    lo, hi = ratio_interval(noisy, torch_all)
+    got = statistics.median(noisy) / statistics.median(torch_all)
+    assert lo < got < hi and hi - lo > 0.05, (lo, got, hi)
+    assert (lo, hi) == ratio_interval(noisy, torch_all)
+    d = {"seqlab_s": statistics.median(noisy), "torch_s": statistics.median(torch_all), "seqlab_all": noisy,
+         "torch_all": torch_all}
+    text = targets([BenchResult("gpt-train", "", ["benchmark"], [], data=d)])
+    assert f"(95% interval {lo:.2f}–{hi:.2f}; rounds " in text, text
 
 
 @pytest.mark.parametrize("threads", [1, 2, None])

@@ -20,7 +20,9 @@ HOW_TO_READ = (
     "figures are medians and a ratio below 1 means seqlab is faster. The machine is shared with other jobs "
     "(load average shown next to each row), so absolute times move between runs; the ratio of the "
     "alternating medians is the figure of merit. The targets table also gives each round's own ratio (a round "
-    "times the two back to back, under the same load): their range, and in how many rounds the goal held."
+    "times the two back to back, under the same load): their range, and in how many rounds the goal held; and, "
+    "from 5 rounds on, a 95% interval for the ratio of the medians (the rounds resampled with replacement 2,000 "
+    "times): how far the figure could move on another run under the same noise."
 )
 
 HOW_TO_READ_GPU = (
@@ -111,16 +113,39 @@ def _with_before(r: BenchResult, n: int, before: dict) -> BenchResult:
     return r
 
 
+INTERVAL_MIN_ROUNDS = 5  # fewer rounds than this give no interval: resampling 4 values says little
+_RESAMPLES = 2000
+
+
+def ratio_interval(seqlab_all: list, torch_all: list, level: float = 0.95, seed: int = 0) -> tuple[float, float]:
+    """A bootstrap interval for the ratio of the two medians: the rounds (each a pair timed back to back) drawn
+    with replacement `_RESAMPLES` times, the ratio of the medians of each draw, and the middle `level` of those.
+    It says how far the figure of merit could move on another run under the same noise. Seeded, so a run's
+    record always gives the same interval."""
+    import numpy as np
+
+    s, t = np.asarray(seqlab_all, dtype=float), np.asarray(torch_all, dtype=float)
+    picks = np.random.default_rng(seed).integers(0, len(s), size=(_RESAMPLES, len(s)))
+    ratios = np.median(s[picks], axis=1) / np.median(t[picks], axis=1)
+    lo, hi = np.quantile(ratios, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
 def _rounds(d: dict, goal: float) -> str:
     """How the ratio moved from round to round: each round times the two libraries back to back, so its
-    ratio is a pair measured under the same load. " (rounds 0.80–0.93, ≤ 0.80 in 2 of 7)", or "" for a
+    ratio is a pair measured under the same load. " (95% interval 0.79–0.86; rounds 0.80–0.93, ≤ 0.80 in 2
+    of 7)" (the interval from `ratio_interval`, given from `INTERVAL_MIN_ROUNDS` rounds on), or "" for a
     record without the rounds' times."""
     s, t = d.get("seqlab_all") or [], d.get("torch_all") or []
     if len(s) != len(t) or len(s) < 2:
         return ""
     pairs = [a / b for a, b in zip(s, t)]
     met = sum(r <= goal for r in pairs)
-    return f" (rounds {min(pairs):.2f}–{max(pairs):.2f}, ≤ {goal:.2f} in {met} of {len(pairs)})"
+    spread = ""
+    if len(s) >= INTERVAL_MIN_ROUNDS:
+        lo, hi = ratio_interval(s, t)
+        spread = f"95% interval {lo:.2f}–{hi:.2f}; "
+    return f" ({spread}rounds {min(pairs):.2f}–{max(pairs):.2f}, ≤ {goal:.2f} in {met} of {len(pairs)})"
 
 
 def targets(rs: list[BenchResult]) -> str:
