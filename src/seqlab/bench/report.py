@@ -5,11 +5,15 @@ import json
 import statistics
 from pathlib import Path
 
+import numpy as np
+
 from seqlab.bench import memory
 from seqlab.bench.harness import markdown_table, numpy_blas_text
 from seqlab.bench.result import BenchResult
 
 HEADING = "Benchmarks: seqlab vs PyTorch"
+INTERVAL_MIN_ROUNDS = 5  # fewer rounds than this give no interval: resampling 4 values says little
+_RESAMPLES = 2000  # draws of the rounds behind a ratio's interval (`ratio_interval`)
 GPU_HEADING = f"{HEADING} on a GPU"
 
 HOW_TO_READ = (
@@ -21,8 +25,8 @@ HOW_TO_READ = (
     "(load average shown next to each row), so absolute times move between runs; the ratio of the "
     "alternating medians is the figure of merit. The targets table also gives each round's own ratio (a round "
     "times the two back to back, under the same load): their range, and in how many rounds the goal held; and, "
-    "from 5 rounds on, a 95% interval for the ratio of the medians (the rounds resampled with replacement 2,000 "
-    "times): how far the figure could move on another run under the same noise."
+    f"from {INTERVAL_MIN_ROUNDS} rounds on, a 95% interval for the ratio of the medians (the rounds resampled with "
+    f"replacement {_RESAMPLES:,} times): how far the figure could move on another run under the same noise."
 )
 
 HOW_TO_READ_GPU = (
@@ -113,17 +117,11 @@ def _with_before(r: BenchResult, n: int, before: dict) -> BenchResult:
     return r
 
 
-INTERVAL_MIN_ROUNDS = 5  # fewer rounds than this give no interval: resampling 4 values says little
-_RESAMPLES = 2000
-
-
 def ratio_interval(seqlab_all: list, torch_all: list, level: float = 0.95, seed: int = 0) -> tuple[float, float]:
     """A bootstrap interval for the ratio of the two medians: the rounds (each a pair timed back to back) drawn
     with replacement `_RESAMPLES` times, the ratio of the medians of each draw, and the middle `level` of those.
     It says how far the figure of merit could move on another run under the same noise. Seeded, so a run's
     record always gives the same interval."""
-    import numpy as np
-
     s, t = np.asarray(seqlab_all, dtype=float), np.asarray(torch_all, dtype=float)
     picks = np.random.default_rng(seed).integers(0, len(s), size=(_RESAMPLES, len(s)))
     ratios = np.median(s[picks], axis=1) / np.median(t[picks], axis=1)
