@@ -65,6 +65,34 @@ def test_results_section_replaces_itself_and_keeps_other_sections(tmp_path):
     assert f"({info['numpy_blas']})," in section({1: [r]}, older, "seqlab bench gpt-train")
 
 
+def test_write_section_rebuilds_the_pages_contents(tmp_path):
+    path = tmp_path / "results.md"
+    path.write_text(f"# Results\n\nintro\n\n{harness.CONTENTS_BEGIN}\nstale\n{harness.CONTENTS_END}\n\n"
+                    "## Training runs\n\n### gpt\n\n```bash\n## not a heading\n```\n\n"
+                    "## A change measured (2026-12-07, AMD EPYC)\n\n### its part\n\n"
+                    "## Training runs (2026-12-01)\n\nolder\n")
+    harness.write_section(path, HEADING, "the table")
+    text = path.read_text()
+    block = text[text.index(harness.CONTENTS_BEGIN):text.index(harness.CONTENTS_END)]
+    standing, dated = block.split("**Dated notes**")
+    assert "stale" not in block and "not a heading" not in block
+    assert standing.index("- [Training runs](#training-runs)") < standing.index("  - [gpt](#gpt)") \
+        < standing.index(f"- [{HEADING}](#{harness.heading_id(HEADING)})")  # appended sections listed as well
+    assert "- [A change measured (2026-12-07, AMD EPYC)](#a-change-measured-2026-12-07-amd-epyc)" in dated
+    assert "its part" not in block  # a dated note's parts stay out of the list
+    assert dated.index("(2026-12-07") < dated.index("(#training-runs-2026-12-01)")
+    assert harness.with_contents(text) == text  # rebuilt once, then stable
+    assert "intro" in text and text.count(harness.CONTENTS_BEGIN) == 1
+
+
+def test_contents_numbers_a_repeated_heading_as_github_does():
+    text = "# Results\n\n## Runs\n\n### 1 thread\n\n## Runs\n\n### 1 thread\n"
+    links = harness.contents(text)
+    assert "[Runs](#runs)" in links and "[Runs](#runs-1)" in links
+    assert "[1 thread](#1-thread)" in links and "[1 thread](#1-thread-1)" in links
+    assert "Dated notes" not in links  # no dated note, no second list
+
+
 def test_openblas_kernels_names_the_kernels_and_the_variable_set_for_them():
     import os
     import re

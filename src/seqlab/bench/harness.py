@@ -206,7 +206,8 @@ def markdown_table(headers: list[str], rows: list[list]) -> str:
 
 
 def write_section(path: Path, heading: str, body: str) -> None:
-    """Replace (or append) the `## heading` section of a markdown file with `body`."""
+    """Replace (or append) the `## heading` section of a markdown file with `body`, and rebuild the file's
+    table of contents (`with_contents`) when it has one."""
     path = Path(path)
     text = path.read_text() if path.exists() else "# Results\n\nEvery figure with its command, machine and date.\n"
     block = f"## {heading}\n\n{body.rstrip()}\n"
@@ -216,4 +217,59 @@ def write_section(path: Path, heading: str, body: str) -> None:
     else:
         text = text.rstrip() + "\n\n" + block
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    path.write_text(with_contents(text))
+
+
+# A results page's table of contents lives between these two lines; `with_contents` rebuilds what is between.
+CONTENTS_BEGIN = "<!-- contents: rebuilt by python benchmarks/results_contents.py and by every --results run -->"
+CONTENTS_END = "<!-- end of contents -->"
+_DATED = re.compile(r"\(\d{4}-\d{2}-\d{2}\b")  # "(2026-12-07, AMD EPYC)": a dated note, not a standing result
+_FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+
+
+def heading_id(heading: str) -> str:
+    """GitHub's id for a heading: lower case; all but letters, digits, spaces, '-' and '_' dropped; spaces '-'."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def contents(text: str) -> str:
+    """The table of contents of a results page, from its `##` and `###` headings (code blocks skipped).
+
+    Two lists: the results as they stand (the undated `##` sections, each with
+    its `###` parts), then the dated notes (a `##` heading holding a date,
+    e.g. "(2026-12-07, AMD EPYC)") in the page's order, the newest day first.
+    A repeated heading links to GitHub's numbered id for it ("-1", "-2").
+    """
+    seen: dict[str, int] = {}
+    standing: list[str] = []
+    dated: list[str] = []
+    in_standing = False
+    for line in _FENCE.sub("", text).splitlines():
+        m = re.match(r"^(#{1,6}) +(.+?)\s*#*\s*$", line)
+        if not m:
+            continue
+        level, title = m.groups()
+        base = heading_id(title)
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        link = f"[{title}](#{base if n == 0 else f'{base}-{n}'})"
+        if level == "##":
+            in_standing = not _DATED.search(title)
+            (standing if in_standing else dated).append(f"- {link}")
+        elif in_standing:
+            standing.append(f"  - {link}")
+    parts = ["**Where things stand**", "", *standing]
+    if dated:
+        parts += ["", "**Dated notes**, newest day first: what each change measured, what was tried and left", "",
+                  *dated]
+    return "\n".join(parts)
+
+
+def with_contents(text: str) -> str:
+    """`text` with the lines between `CONTENTS_BEGIN` and `CONTENTS_END` replaced by its `contents`;
+    unchanged when it has no such block."""
+    start, end = text.find(CONTENTS_BEGIN), text.find(CONTENTS_END)
+    if start < 0 or end < start:
+        return text
+    head = text[:start + len(CONTENTS_BEGIN)]
+    return f"{head}\n\n{contents(head + text[end:])}\n\n{text[end:]}"
