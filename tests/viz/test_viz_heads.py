@@ -29,6 +29,14 @@ def test_crafted_heads_round_trip():
     assert set(COLUMNS) == set(self_row)
 
 
+def test_one_token_has_zero_entropy_printed_without_a_sign(tmp_path):
+    """A one-token prompt (`seqlab attention "x"`): every weight is 1, entropy 0 — shown as 0.000, not -0.000."""
+    rows = head_stats(np.ones((2, 3, 1, 1)), ["x"])
+    assert all(r["entropy"] == 0.0 and np.copysign(1.0, r["entropy"]) == 1.0 for r in rows)
+    assert "-0.0" not in format_heads_table(rows)
+    assert "-0" not in write_heads_csv(rows, tmp_path / "heads.csv").read_text()
+
+
 @pytest.mark.parametrize("target, pattern", [(0, "first"), (5, "sep"), (4, "punct")])
 def test_column_patterns(target, pattern):
     T = len(TOKENS)

@@ -64,7 +64,7 @@ def head_stats(attentions: Any, tokens: Sequence[str], sep_tokens: Sequence[str]
     pos = np.arange(T)
     with np.errstate(divide="ignore", invalid="ignore"):
         plogp = np.where(w > 0, w * np.log(w), 0.0)
-    entropy = -plogp.sum(-1).mean(-1)  # (L, H)
+    entropy = 0.0 - plogp.sum(-1).mean(-1)  # (L, H); 0.0 - x, not -x: one token's 0 entropy is not -0.0
     dist = np.abs(pos[:, None] - pos[None, :])  # (T, T) |q - k|
     mean_distance = (w * dist).sum(-1).mean(-1)  # (L, H)
     diag = np.diagonal(w, axis1=2, axis2=3)  # (L, H, T) w[i, i]
