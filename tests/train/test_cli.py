@@ -170,7 +170,7 @@ def test_resume_uses_the_dataset_folder_the_run_started_with(cli, tmp_path, monk
 
 def test_resuming_a_finished_run_reports_its_last_loss(cli, tmp_path):
     """No step is left to run, so this call trains nothing; its summary still gives the run's final loss
-    (the last one logged), not null."""
+    (the last step's, which the checkpoint keeps), not null."""
     run_dir = tmp_path / "r"
     code, out, err = cli("train", "toy-classifier", "--out", run_dir, *TOY)
     assert code == 0, err
@@ -181,6 +181,23 @@ def test_resuming_a_finished_run_reports_its_last_loss(cli, tmp_path):
     again = json.loads(out.strip().splitlines()[-1])
     assert again["step"] == 30 and again["final_loss"] == first["final_loss"]
     assert json.loads((run_dir / "summary.json").read_text())["final_loss"] == first["final_loss"]
+
+
+def test_resume_after_a_spent_time_budget_says_how_to_go_on(cli, tmp_path):
+    """A README walkthrough ran `--resume` after a budget stop: it trained nothing and exited 0. Budgets add up
+    over resumes, so it is now a usage error naming the fix, and the fix works. (No periodic checkpoints: one at
+    the very step the budget ran out would keep that moment's time, a hair under the budget.)"""
+    run_dir = tmp_path / "r"
+    code, _, err = cli("train", "toy-classifier", "--out", run_dir, "--max-minutes", "0.002", "--set",
+                       "max_steps=100000", "--set", "eval_every=0", "--set", "checkpoint_every=0", "--no-progress")
+    assert code == 0 and "time budget of 0.002 min reached" in err, err
+    code, _, err = cli("train", "toy-classifier", "--out", run_dir, "--resume")
+    line = _one_error_line(err)
+    assert code == 2 and "time budget of 0.002 min is spent" in line and "--max-minutes 0 for no limit" in line
+    code, out, err = cli("train", "toy-classifier", "--out", run_dir, "--resume", "--max-minutes", "0.01",
+                         "--no-progress")
+    assert code == 0, err
+    assert json.loads(out.strip().splitlines()[-1])["stopped"] == "time_budget"
 
 
 @pytest.mark.parametrize("flag", ["--no-progress", None])

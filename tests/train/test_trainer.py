@@ -109,3 +109,20 @@ def test_time_budget(tmp_path):
     result = toy(tmp_path, max_steps=10_000, max_minutes=0.002, eval_every=0)
     assert result.stopped == "time_budget" and 0 < result.step < 10_000
     assert load_checkpoint(tmp_path).step == result.step and result.last_eval  # evaluated and saved at the end
+
+
+def test_a_spent_time_budget_refuses_a_plain_resume_and_a_larger_one_continues(tmp_path):
+    """Budgets add up over resumes, so `--resume` alone after a budget stop could take no step: it is refused
+    (nothing written) with the way on; a larger budget continues the run."""
+    from seqlab.errors import ConfigError
+
+    first = toy(tmp_path, max_steps=10_000, max_minutes=0.002, eval_every=0, log_every=1000, checkpoint_every=0)
+    assert first.stopped == "time_budget" and 0 < first.step < 1000  # stopped at a step it did not log
+    ckpt = load_checkpoint(tmp_path)
+    assert ckpt.state["last_loss"] == first.losses[-1][1] == first.final_loss  # the checkpoint keeps it
+    with pytest.raises(ConfigError, match=rf"time budget of 0.002 min is spent \(.* step {first.step} of 10000\).*"
+                                          r"a larger --max-minutes, or --max-minutes 0"):
+        toy(tmp_path, resume=True)
+    assert load_checkpoint(tmp_path).step == first.step
+    more = toy(tmp_path, resume=True, max_minutes=0.02)
+    assert more.stopped == "time_budget" and more.step > first.step and more.losses[0][0] == first.step + 1

@@ -118,7 +118,7 @@ class TrainResult:
     elapsed_s: float = 0.0                 # training time, summed over resumes
     checkpoint: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # what the task's `finish` reported (e.g. test BLEU)
-    final_loss: float | None = None        # the last training loss: of this call, else the last one logged
+    final_loss: float | None = None        # the loss of the last step taken (this call's or the checkpoint's)
 
 
 class Trainer:
@@ -160,6 +160,7 @@ class Trainer:
         self.elapsed_before = 0.0
         self.last_eval: dict[str, float] = {}
         self.last_eval_step: int | None = None
+        self.last_loss: float | None = None  # the training loss of the last step taken
         self._boundary = self._snapshot()
         self._stop: str | None = None
         self._in_update = False
@@ -194,7 +195,7 @@ class Trainer:
     def _snapshot(self) -> dict[str, Any]:
         """The counters and RNG states at a step boundary (what a checkpoint records)."""
         return {"step": self.step, "epoch": self.epoch, "position": self.position,
-                "epoch_data_rng": self._epoch_rng_state, "rng": srandom.get_state()}
+                "epoch_data_rng": self._epoch_rng_state, "rng": srandom.get_state(), "last_loss": self.last_loss}
 
     # ---------------------------------------------------------------- one optimizer step
     def _loss(self, batch) -> tuple[Any, dict]:
@@ -239,6 +240,7 @@ class Trainer:
         self.scheduler.step()
         self.optimizer.zero_grad()
         self.step += 1
+        self.last_loss = float(mean_loss)
         self._boundary = self._snapshot()
         self._in_update = False
         return {"step": self.step, "loss": mean_loss, "lr": lr,
@@ -311,6 +313,7 @@ class Trainer:
         srandom.set_state(st["rng"])
         self.elapsed_before = float(st.get("elapsed_s", 0.0))
         self.last_eval, self.last_eval_step = st.get("last_eval") or {}, st.get("last_eval_step")
+        self.last_loss = st.get("last_loss")  # None in checkpoints from before it was recorded
         self._boundary = self._snapshot()
         self._saved_step = self.step
 
@@ -416,8 +419,10 @@ class Trainer:
         if self.run_dir is not None and self.dist.is_main:
             plot_curves(self.run_dir, title=str(self.run_config.get("task", "")))
         self._close()
-        logged = train_losses(self.metrics.rows()) if not losses else {}  # a resume with nothing left to do
-        final_loss = losses[-1][1] if losses else (logged[max(logged)] if logged else None)
+        final_loss = self.last_loss
+        if final_loss is None:  # a resume with nothing left to do, from a checkpoint without its last loss
+            logged = train_losses(self.metrics.rows())
+            final_loss = logged[max(logged)] if logged else None
         return TrainResult(step=self.step, epoch=self.epoch, stopped=stopped, losses=losses,
                            last_eval=dict(self.last_eval), best=self.tracker.best, best_step=self.tracker.best_step,
                            elapsed_s=self.elapsed(), checkpoint=path, final_loss=final_loss)

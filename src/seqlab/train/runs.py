@@ -151,6 +151,7 @@ def train(task_name: str | None, out: str | Path, layers: Iterable[tuple[Mapping
         fixed = lambda d: {k: v for k, v in {**defaults, **d}.items() if k not in RESUMABLE_KEYS}  # noqa: E731
         if ckpt.config.get("task") != task_name or fixed(ckpt.config.get("config", {})) != fixed(saved):
             raise CheckpointError(f"{ckpt.path}/config.json does not match {out / RUN_CONFIG}; refusing to resume")
+        _check_budget_left(config, ckpt)
     else:
         if task_name is None:
             raise ConfigError("a task name is needed to start a run")
@@ -202,6 +203,16 @@ def train(task_name: str | None, out: str | Path, layers: Iterable[tuple[Mapping
         summary.update(task=task_name, checkpoint=str(result.checkpoint) if result.checkpoint else None, **extra)
         write_json_atomic(out / SUMMARY, json.loads(json.dumps(summary, default=str)))
     return result
+
+
+def _check_budget_left(config, ckpt: Checkpoint) -> None:
+    """Refuse a resume that could take no step: the time budget, summed over the run's resumes, already spent."""
+    spent = float(ckpt.state.get("elapsed_s", 0.0))
+    step = int(ckpt.state.get("step", 0))
+    if config.max_minutes and spent >= config.max_minutes * 60 and step < config.max_steps:
+        raise ConfigError(f"the run's time budget of {config.max_minutes:g} min is spent ({spent / 60:.3g} min "
+                          f"so far, step {step} of {config.max_steps}); budgets add up over resumes: resume with "
+                          f"a larger --max-minutes, or --max-minutes 0 for no limit")
 
 
 def load_run(run_dir: str | Path, which: str = "best", data_dir: str | Path | None = None) -> Run:
