@@ -316,6 +316,27 @@ def test_save_refuses_what_would_need_pickle_and_load_refuses_torch_files(tmp_pa
         seqlab.load(tmp_path / "torch.pt", map_location=lambda s, loc: s)
 
 
+@pytest.mark.parametrize("start", [b"\x80\x03", b"PK"])
+def test_load_reads_safetensors_whose_header_length_starts_like_a_pickle(tmp_path, start):
+    """A safetensors file begins with its header's length: 0x0380 bytes begins with 0x80 (a pickle's first
+    byte), 0x4B50 with "PK" (a zip's). An audit's `save(Sequential(Linear, BatchNorm1d).state_dict())` wrote
+    one and `load` called it a torch pickle."""
+    from safetensors.numpy import save
+
+    want = int.from_bytes(start, "little")
+    for pad in range(want):
+        blob = save({"a": np.arange(3, dtype=np.float32)}, metadata={"pad": "x" * pad})
+        if blob[:2] == start:
+            break
+    assert int.from_bytes(blob[:8], "little") == want
+    (tmp_path / "f.pt").write_bytes(blob)
+    got = seqlab.load(tmp_path / "f.pt")
+    assert np.array_equal(got["a"], np.arange(3, dtype=np.float32))
+    m = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    seqlab.save(m.state_dict(), tmp_path / "ck.pt")
+    assert all(np.array_equal(v, m.state_dict()[k]) for k, v in seqlab.load(tmp_path / "ck.pt").items())
+
+
 def test_saved_names_never_collide(tmp_path):
     obj = {"a/b": seqlab.ones(1), "a": {"b": seqlab.zeros(1)}}
     seqlab.save(obj, tmp_path / "c.pt")

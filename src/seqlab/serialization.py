@@ -115,6 +115,16 @@ def _device_name(map_location: Any) -> str | None:
     return backend.device_name(map_location)
 
 
+
+def _torch_pickle(head: bytes, size: int) -> bool:
+    """Whether a file starting with `head` (9 bytes or fewer) and `size` bytes long is torch.save's output:
+    a zip archive ("PK") or a bare pickle (protocol 2+ begins with 0x80), not safetensors. A safetensors
+    file begins with its JSON header's length (8 bytes, little-endian), which may itself start with 0x80
+    or "PK" (a 0x0380-byte header), then the header's "{": that pair decides first."""
+    if len(head) == 9 and head[8:9] == b"{" and 8 + int.from_bytes(head[:8], "little") <= size:
+        return False
+    return head[:2] == b"PK" or head[:1] == b"\x80"
+
 def load(f: str | os.PathLike | io.IOBase, map_location: Any = None, weights_only: bool | None = None,
          **kwargs: Any) -> Any:
     """Read what `seqlab.save` wrote (or any safetensors file, as a dict of arrays), onto `map_location`.
@@ -134,10 +144,11 @@ def load(f: str | os.PathLike | io.IOBase, map_location: Any = None, weights_onl
     path = Path(f)
     try:
         with open(path, "rb") as fh:
-            magic = fh.read(4)
+            head = fh.read(9)
+            size = os.fstat(fh.fileno()).st_size
     except OSError as e:
         raise CheckpointError(f"cannot read {path}: {e.strerror or e}") from None
-    if magic[:2] == b"PK" or magic[:1] == b"\x80":
+    if _torch_pickle(head, size):
         raise CheckpointError(f"{path} was written by torch.save (a pickle), which seqlab never loads; convert it "
                               f"once with torch, from a file you trust: safetensors.torch.save_file(torch.load(path, "
                               f"weights_only=True), 'model.safetensors')")
