@@ -51,6 +51,20 @@ def test_var_refuses_unbiased_and_correction_together_as_torch():
         s.std(1, False, correction=0)
 
 
+@pytest.mark.parametrize("call", ["std()", "std(1, unbiased=False)", "std(0)", "std_mean(1)"])
+def test_std_of_a_constant_row_has_a_zero_gradient_as_torch(call):
+    """An audit found nan where torch gives 0: √var's gradient 1/(2·std) at std = 0 (torch masks it)."""
+    a = np.array([[2.0, 2.0, 2.0], [1.0, 2.0, 4.0]], np.float32)
+    grads = []
+    for lib in (seqlab, torch):
+        x = lib.tensor(a, requires_grad=True)
+        y = lib.std_mean(x, 1)[0] if call == "std_mean(1)" else eval(f"x.{call}")  # noqa: S307 - the cases above
+        y.sum().backward()
+        grads.append(np.asarray(x.grad))
+    assert np.isfinite(grads[0]).all()
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-6)
+
+
 # ---- 2. where: torch's result dtypes ---------------------------------------------------------------------------
 COND = np.array([[True, False, True], [False, True, False]])
 I64 = np.array([[1, 2, 3], [4, 5, 6]])

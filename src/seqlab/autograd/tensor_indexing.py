@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from seqlab import backend
+from seqlab.autograd.ops import elementwise as E
 from seqlab.autograd.tensor_common import _as_tensor, _broadcast, _index_array, _no_grad, _tensor_class
 from seqlab.autograd.tensor_linalg import LinalgMethods
 from seqlab.autograd.tensor_select import SelectMethods
@@ -92,7 +93,7 @@ def var_mean(input, dim=None, unbiased: bool | None = None, keepdim: bool = Fals
 def std_mean(input, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None):  # noqa: A002
     """(std, mean) over `dim`, with std's arguments."""
     var, mean = var_mean(input, dim, unbiased, keepdim, correction=correction)
-    return var.sqrt(), mean
+    return E.Sqrt.apply(var, zero_at_zero=True), mean  # a 0 gradient where std is 0, as Tensor.std
 
 
 def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool = False,  # noqa: A002

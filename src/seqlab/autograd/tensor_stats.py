@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from seqlab import backend
+from seqlab.autograd.ops import elementwise as E
 from seqlab.autograd.ops import reduce as R
 from seqlab.autograd.ops import scan as S
 from seqlab.autograd.ops.reduce import Max, normalize_dim, normalize_dims
@@ -165,9 +166,11 @@ class StatsMethods:
         return R.Var.apply(self, dim=dim, keepdim=keepdim, correction=corr)
 
     def std(self, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None, axis=None):
-        """The square root of `var`, with var's arguments."""
+        """The square root of `var`, with var's arguments; its gradient is 0 where it is 0 (a constant row), not
+        nan, as torch's."""
         _std_var_float(self, "std")
-        return self.var(_dim_or_axis("std", dim, axis), unbiased, keepdim, correction=correction).sqrt()
+        var = self.var(_dim_or_axis("std", dim, axis), unbiased, keepdim, correction=correction)
+        return E.Sqrt.apply(var, zero_at_zero=True)
 
     def all(self, dim=None, keepdim: bool = False, *, axis=None) -> "Tensor":
         """Whether every element (along `dim`: an int or a tuple) is nonzero, a bool tensor (no gradient); of a
