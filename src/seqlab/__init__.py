@@ -143,3 +143,10 @@ from seqlab.autograd.tensor_more import (acosh, addbmm, addr, arccosh, arcsinh, 
                                          triangular_solve, unsafe_chunk, unsafe_split)
 from seqlab.autograd.tensor_more import TOPLEVEL as _MORE_TOPLEVEL  # noqa: E402
 __all__ += [n for n in _MORE_TOPLEVEL if n not in __all__]
+
+# torch's NumPy-style spellings on every function with `keepdim`: x.sum(axis=1, keepdims=True), seqlab.std(x, axis=0)
+from seqlab.autograd.numpy_names import accept_numpy_names as _accept_numpy_names  # noqa: E402
+from seqlab.autograd.numpy_names import accept_numpy_names_in as _accept_numpy_names_in  # noqa: E402
+
+_accept_numpy_names(Tensor)
+_accept_numpy_names_in(globals(), [n for n in list(globals()) if not n.startswith("_")])  # sum, max, all too
