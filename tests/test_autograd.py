@@ -19,6 +19,25 @@ def test_gradients_accumulate_across_backward_calls():
     np.testing.assert_allclose(x.grad, 2 * x.numpy() + 3)
 
 
+def test_gradients_accumulate_into_the_same_grad_array_as_torch():
+    """torch adds a later backward's gradient into the .grad tensor it has: a reference taken before sees the
+    sum (an audit found seqlab's .grad replaced by a new array, the reference left at the first gradient)."""
+    got = {}
+    for lib in (seqlab, torch):
+        w = lib.ones(3, requires_grad=True)
+        (w * 2).sum().backward()
+        held = w.grad
+        (w * 3).sum().backward()
+        got[lib.__name__] = (np.asarray(held).copy(), held is w.grad)
+    assert got["seqlab"][1] and got["torch"][1]
+    np.testing.assert_array_equal(got["seqlab"][0], got["torch"][0])  # [5, 5, 5] both
+    w = seqlab.ones(3, requires_grad=True)
+    w.grad = np.zeros(3, np.float32)
+    w.grad.flags.writeable = False  # a .grad that cannot take the sum in place gets a new array
+    (w * 3).sum().backward()
+    np.testing.assert_array_equal(w.grad, [3, 3, 3])
+
+
 def test_same_tensor_used_twice_in_one_op():
     x = seqlab.tensor([1.5, -2.0], requires_grad=True)
     (x * x).sum().backward()

@@ -33,6 +33,7 @@ import sys
 import numpy as np
 
 from seqlab.autograd import versions as _versions
+from seqlab.backend import xp_of
 from seqlab.autograd.function import Function, IndexGrad, unbroadcast
 from seqlab.autograd.memory import retain_freed_memory_once
 
@@ -231,7 +232,7 @@ def run_backward(root, grad, retain_graph: bool = False, inputs=None) -> None:
                 node.grad = g if is_owned and (g.flags.c_contiguous or not node.data.flags.c_contiguous) \
                     else g.copy()
             else:
-                node.grad = node.grad + g
+                _add_to_grad(node, g)
             post = getattr(node, "_post_acc_hooks", None)
             if post:
                 _run_post_accumulate_hooks(post, node)
@@ -283,10 +284,21 @@ def _into_grad(t, g, is_owned: bool) -> None:
     if t.grad is None:
         t.grad = g if is_owned and (g.flags.c_contiguous or not t.data.flags.c_contiguous) else g.copy()
     else:
-        t.grad = t.grad + g
+        _add_to_grad(t, g)
     post = getattr(t, "_post_acc_hooks", None)
     if post:
         _run_post_accumulate_hooks(post, t)
+
+
+def _add_to_grad(t, g) -> None:
+    """t.grad += g in place, as torch accumulates: whoever holds the .grad array sees the sum. A new array where
+    the sum cannot go in place (a .grad set by hand that is read-only, or of another shape or a narrower dtype)."""
+    cur = t.grad
+    if (type(cur) is type(g) and cur.shape == g.shape and cur.flags.writeable
+            and xp_of(cur).result_type(cur, g) == cur.dtype):
+        xp_of(cur).add(cur, g, out=cur)
+    else:
+        t.grad = cur + g
 
 
 def _run_post_accumulate_hooks(hooks: list, leaf) -> None:
