@@ -399,3 +399,57 @@ def test_lazy_linear_takes_its_shape_from_a_state_dict():
     lazy = nn.LazyLinear(4)
     with pytest.raises(Exception, match="shape mismatch"):
         lazy.load_state_dict({"weight": np.zeros((3, 5), np.float32), "bias": np.zeros(3, np.float32)})
+
+
+# ---- torch's legacy constructor: torch.Tensor(2, 3), torch.Tensor([1, 2]) -------------------------------------
+@pytest.mark.parametrize("call", ["Tensor([1, 2])", "Tensor(3)", "Tensor(2, 3)", "Tensor(2, 3, 4)", "Tensor()",
+                                  "Tensor((1, 2))", "Tensor([[True, False]])", "Tensor(0, 5)"])
+def test_the_legacy_tensor_constructor_gives_torchs_shape_and_dtype(call):
+    """An audit found `torch.Tensor(2, 3)` a TypeError and `torch.Tensor([1, 2])` int64; custom layers write
+    `nn.Parameter(torch.Tensor(out, in))` and fill it in reset_parameters()."""
+    s, t = eval(f"seqlab.{call}"), eval(f"torch.{call}")  # noqa: S307 - the calls above
+    assert tuple(s.shape) == tuple(t.shape) and s.dtype == np.float32 and t.dtype == torch.float32
+    if t.numel() and call.startswith("Tensor(["):  # values given: the same values
+        np.testing.assert_array_equal(s.numpy(), t.numpy())
+
+
+def test_a_parameter_from_the_legacy_constructor_and_arrays_keeping_their_dtype():
+    p = nn.Parameter(seqlab.Tensor(4, 3))
+    nn.init.kaiming_uniform_(p, a=5 ** 0.5)
+    assert p.shape == (4, 3) and p.dtype == np.float32 and p.requires_grad and float(p.abs().sum()) > 0
+    assert seqlab.Tensor(np.arange(3)).dtype == np.int64  # an array keeps its dtype (torch would make float32)
+    with pytest.raises(TypeError, match="sizes"):
+        seqlab.Tensor(2, "a")
+
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+def test_softmax_of_an_integer_tensor_is_refused_in_one_line_as_torch(fn):
+    """torch: "not implemented for 'Long'"; an audit found NumPy's casting error from inside the op instead."""
+    with pytest.raises((RuntimeError, NotImplementedError)):
+        getattr(torch.tensor([1, 2]), fn)(0)
+    with pytest.raises(TypeError, match=rf"{fn}\(\) of a int64 tensor: it needs floating point"):
+        getattr(seqlab.tensor([1, 2]), fn)(0)
+    np.testing.assert_allclose(getattr(seqlab.tensor([1, 2]), fn)(0, dtype=seqlab.float32).numpy(),
+                               getattr(torch.tensor([1, 2]), fn)(0, dtype=torch.float32).numpy(), rtol=1e-6)
+
+
+SHAPE_MISTAKES = {
+    "matmul": lambda lib: lib.ones(2, 3) @ lib.ones(4, 5),
+    "cat": lambda lib: lib.cat([lib.ones(2, 3), lib.ones(2, 4)], 0),
+    "view": lambda lib: lib.ones(2, 3).view(5),
+    "broadcast": lambda lib: lib.ones(2, 3) + lib.ones(4, 3),
+    "expand": lambda lib: lib.ones(2, 3).expand(4, 4),
+    "item": lambda lib: lib.ones(2).item(),
+    "stack": lambda lib: lib.stack([lib.ones(2), lib.ones(3)]),
+    "linear": lambda lib: lib.nn.Linear(3, 2)(lib.ones(4, 5)),
+}
+
+
+@pytest.mark.parametrize("case", list(SHAPE_MISTAKES))
+def test_shape_mistakes_are_runtime_errors_as_torchs_and_still_value_errors(case):
+    """torch code catches these with `except RuntimeError`; seqlab's are ValueErrors too (DESIGN's rule)."""
+    with pytest.raises(RuntimeError):
+        SHAPE_MISTAKES[case](torch)
+    with pytest.raises(RuntimeError) as e:
+        SHAPE_MISTAKES[case](seqlab)
+    assert isinstance(e.value, ValueError) and len(str(e.value).splitlines()) == 1

@@ -6,6 +6,7 @@ import builtins  # this module defines torch's sum, max, min, pow, abs
 
 import numpy as np
 
+from seqlab.errors import ShapeError
 from seqlab import backend
 from seqlab.autograd.ops import elementwise as E
 from seqlab.autograd.ops import movement as V
@@ -22,7 +23,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, device: str | None = N
     always copies: writing to the result never changes the array or tensor it came from. `as_tensor` and
     `from_numpy` share memory instead. (The `Tensor(...)` constructor, which hot paths use, does not copy.)"""
     src = data.data if isinstance(data, Tensor) else data
-    out = Tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
+    out = Tensor._of(data, requires_grad=requires_grad, dtype=dtype, device=device)
     if hasattr(src, "shape") and hasattr(src, "dtype") and _may_share_memory(out.data, src):
         out.data = out.data.copy(order="K")  # the layout kept (a transposed array stays F-ordered: same BLAS path)
     return out
@@ -44,7 +45,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     arrays that need another dtype or device give a new tensor."""
     if isinstance(data, Tensor):
         return data.to(device=device, dtype=dtype)
-    return Tensor(data, dtype=dtype, device=device)
+    return Tensor._of(data, dtype=dtype, device=device)
 
 
 def _shape(shape, size=None, name: str = "zeros"):
@@ -148,7 +149,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
 def cat(tensors, dim: int | None = None, *, axis: int | None = None) -> Tensor:
     """Join along `dim` (or torch's alias `axis`; 0 by default)."""
     dim = _dim_or_axis("cat", dim, axis, default=0)
-    tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
+    tensors = [t if isinstance(t, Tensor) else Tensor._of(t) for t in tensors]
     if not tensors:
         raise ValueError("cat() needs at least one tensor")
     nd = tensors[0].ndim
@@ -157,16 +158,16 @@ def cat(tensors, dim: int | None = None, *, axis: int | None = None) -> Tensor:
     d = normalize_dim(dim, nd)
     for t in tensors[1:]:
         if t.ndim != nd or any(a != b for i, (a, b) in enumerate(zip(t.shape, tensors[0].shape)) if i != d):
-            raise ValueError(f"cat along dim {dim}: shapes {[x.shape for x in tensors]} differ outside that dim")
+            raise ShapeError(f"cat along dim {dim}: shapes {[x.shape for x in tensors]} differ outside that dim")
     return V.Cat.apply(*_one_dtype(tensors), dim=d)
 
 
 def stack(tensors, dim: int | None = None, *, axis: int | None = None) -> Tensor:
     dim = _dim_or_axis("stack", dim, axis, default=0)
-    tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
+    tensors = [t if isinstance(t, Tensor) else Tensor._of(t) for t in tensors]
     shapes = {t.shape for t in tensors}
     if len(shapes) != 1:
-        raise ValueError(f"stack needs tensors of one shape, got {[t.shape for t in tensors]}")
+        raise ShapeError(f"stack needs tensors of one shape, got {[t.shape for t in tensors]}")
     return V.Stack.apply(*_one_dtype(tensors), dim=normalize_dim(dim, tensors[0].ndim, extra=1))
 
 
@@ -192,7 +193,7 @@ def where(condition, input=_NOT_GIVEN, other=_NOT_GIVEN) -> Tensor:
     promotion of `Tensor._promoted`: two numbers give bool, int64 or the default float dtype; a number
     beside a tensor takes its dtype unless of a higher kind; between tensors the higher kind wins)."""
     if input is _NOT_GIVEN and other is _NOT_GIVEN:
-        return (condition if isinstance(condition, Tensor) else Tensor(condition)).nonzero(as_tuple=True)
+        return (condition if isinstance(condition, Tensor) else Tensor._of(condition)).nonzero(as_tuple=True)
     if input is _NOT_GIVEN or other is _NOT_GIVEN:
         raise TypeError("where() takes a condition alone, or a condition, input and other")
     cond = _arr(condition)
@@ -204,7 +205,7 @@ def where(condition, input=_NOT_GIVEN, other=_NOT_GIVEN) -> Tensor:
         xp = backend.xp_of(cond)
         return Tensor(xp.where(cond, xp.asarray(input, dtype=dtype), xp.asarray(other, dtype=dtype)))
     if isinstance(input, Tensor) or not isinstance(other, Tensor):
-        a, b = (input if isinstance(input, Tensor) else Tensor(input))._promoted(other)
+        a, b = (input if isinstance(input, Tensor) else Tensor._of(input))._promoted(other)
     else:
         b, a = other._promoted(input)
     ref = a if isinstance(a, Tensor) else b
@@ -214,14 +215,14 @@ def where(condition, input=_NOT_GIVEN, other=_NOT_GIVEN) -> Tensor:
 
 def maximum(input, other) -> Tensor:
     """Element-wise max in torch's result dtype (`Tensor._promoted`); ties split the gradient."""
-    a, b = (input if isinstance(input, Tensor) else Tensor(input))._promoted(other)
+    a, b = (input if isinstance(input, Tensor) else Tensor._of(input))._promoted(other)
     return E.Maximum.apply(a, b)
 
 
 def minimum(input, other) -> Tensor:
     """Element-wise min: −maximum(−a, −b) for floats (exact, ties split the gradient as torch's), the
     arrays' min for integers and bools (no gradient)."""
-    a, b = (input if isinstance(input, Tensor) else Tensor(input))._promoted(other)
+    a, b = (input if isinstance(input, Tensor) else Tensor._of(input))._promoted(other)
     if a.dtype.kind == "f":
         return -E.Maximum.apply(-a, -b)
     return Tensor(backend.xp_of(a.data).minimum(a.data, _arr(b)))
@@ -354,7 +355,7 @@ def _reduction_input(name: str, input) -> Tensor:
     if isinstance(input, Tensor):
         return input
     if hasattr(input, "dtype") and hasattr(input, "shape"):
-        return Tensor(input)
+        return Tensor._of(input)
     raise TypeError(f"{name}(): argument 'input' must be Tensor (or an array), not {type(input).__name__}")
 
 

@@ -42,7 +42,7 @@ SIMILARITY_EXAMPLE = (
 
 def mean_pool(last_hidden_state, attention_mask) -> Tensor:
     """Σ_t m_t h_t / Σ_t m_t: (B, T, C) and mask (B, T) (1 = real token) -> (B, C). Differentiable."""
-    h = last_hidden_state if isinstance(last_hidden_state, Tensor) else Tensor(last_hidden_state)
+    h = last_hidden_state if isinstance(last_hidden_state, Tensor) else Tensor._of(last_hidden_state)
     m = backend.to_device(attention_mask.data if isinstance(attention_mask, Tensor) else attention_mask,
                           h.device)  # a host mask copied to h's device
     if m.shape != h.shape[:2]:
@@ -54,7 +54,7 @@ def mean_pool(last_hidden_state, attention_mask) -> Tensor:
 
 def l2_normalize(x, eps: float = 1e-12) -> Tensor:
     """x / max(‖x‖₂, eps) along the last dim (torch.nn.functional.normalize)."""
-    x = x if isinstance(x, Tensor) else Tensor(x)
+    x = x if isinstance(x, Tensor) else Tensor._of(x)
     norm = (x * x).sum(dim=-1, keepdim=True).sqrt()
     return x / norm.clamp(min=eps)
 

@@ -27,5 +27,11 @@ class StateDictError(CheckpointError, RuntimeError):
     and a RuntimeError as torch's `load_state_dict` raises, so `except RuntimeError` catches it too."""
 
 
+class ShapeError(SeqlabError, ValueError, RuntimeError):
+    """Shapes that do not fit an op (a product's inner dims, a reshape's count, operands that do not
+    broadcast): a ValueError, and a RuntimeError as torch raises, so torch code's `except RuntimeError`
+    catches it too."""
+
+
 class ConfigError(SeqlabError, ValueError):
     """A configuration value is invalid or two options conflict."""

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 
+from seqlab.errors import ShapeError
 from seqlab import backend
 from seqlab import kernels
 from seqlab import random as _random
@@ -20,7 +21,7 @@ from seqlab.creation import cat as _cat, where  # noqa: F401  (re-exported: F.wh
 
 
 def _t(x) -> Tensor:
-    return x if isinstance(x, Tensor) else Tensor(x)
+    return x if isinstance(x, Tensor) else Tensor._of(x)
 
 
 # ---- activations (the chapter's 7.1.2) -------------------------------------
@@ -76,6 +77,9 @@ def _softmax_input(name: str, x, dim, dtype, stacklevel: int) -> tuple[Tensor, i
         warnings.warn(f"Implicit dimension choice for {name} has been deprecated. "
                       "Change the call to include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
         dim = 0 if x.ndim in (0, 1, 3) else 1
+    if x.dtype.kind not in "fc":  # torch refuses these too ("not implemented for 'Long'")
+        raise TypeError(f"{name}() of a {x.dtype} tensor: it needs floating point; convert first (x.float()) "
+                        f"or pass dtype=seqlab.float32")
     return x, normalize_dim(dim, x.ndim)  # a dim out of range: torch's IndexError
 
 
@@ -424,7 +428,7 @@ def cross_entropy(input: Tensor, target, weight=None, size_average=None,  # noqa
     c = logits.shape[1]
     expected = (logits.shape[0],) + logits.shape[2:]
     if tuple(tgt.shape) != expected:
-        raise ValueError(f"cross_entropy: logits {logits.shape} need target shape {expected}, got {tuple(tgt.shape)}")
+        raise ShapeError(f"cross_entropy: logits {logits.shape} need target shape {expected}, got {tuple(tgt.shape)}")
     _check_targets(tgt, c, ignore_index)
     if logits.ndim > 2:  # (N, C, d...) -> (N·d..., C)
         perm = (0,) + tuple(range(2, logits.ndim)) + (1,)
@@ -601,7 +605,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target, weight=None, size_av
     x = _t(input)
     w = None if weight is None else _bce_factor(weight, "weight", x)
     pw = None if pos_weight is None else _bce_factor(pos_weight, "pos_weight", x)
-    y = target if isinstance(target, Tensor) else Tensor(backend.to_device(_arr(target), x.device).astype(x.dtype))
+    y = target if isinstance(target, Tensor) else Tensor._of(backend.to_device(_arr(target), x.device).astype(x.dtype))
     if tuple(y.shape) != tuple(x.shape):
         raise ValueError(f"target shape {tuple(y.shape)} must equal the input's (logits') shape {tuple(x.shape)}")
     log_sig = logsigmoid(x)

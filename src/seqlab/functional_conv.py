@@ -24,7 +24,7 @@ __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",
 
 
 def _t(x) -> Tensor:
-    return x if isinstance(x, Tensor) else Tensor(x)
+    return x if isinstance(x, Tensor) else Tensor._of(x)
 
 
 def ntuple(value, n: int, name: str, fn: str) -> tuple:

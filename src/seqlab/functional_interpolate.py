@@ -43,7 +43,7 @@ _AXES = {1: "W", 2: "HW", 3: "DHW"}
 
 
 def _t(x) -> Tensor:
-    return x if isinstance(x, Tensor) else Tensor(x)
+    return x if isinstance(x, Tensor) else Tensor._of(x)
 
 
 def _is_integer(v) -> bool:

@@ -26,7 +26,7 @@ __all__ = ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channe
 
 
 def _t(x) -> Tensor:
-    return x if isinstance(x, Tensor) else Tensor(x)
+    return x if isinstance(x, Tensor) else Tensor._of(x)
 
 
 def _int_arg(fn: str, name: str, value, position: int = 2) -> int:

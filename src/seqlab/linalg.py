@@ -62,7 +62,7 @@ def _tensor(fn: str, x, arg: str = "A") -> Tensor:
     if isinstance(x, Tensor):
         return x
     if hasattr(x, "dtype") and hasattr(x, "shape"):
-        return Tensor(x)
+        return Tensor._of(x)
     raise TypeError(f"{fn}(): argument '{arg}' must be Tensor, not {type(x).__name__}")
 
 

@@ -70,7 +70,7 @@ def _tensors(name: str, input, other) -> tuple[Tensor, Tensor]:
     else:
         b, a = other._promoted(input)
     xp = backend.xp_of((a if isinstance(a, Tensor) else b).data)
-    a, b = (x if isinstance(x, Tensor) else Tensor(xp.asarray(x)) for x in (a, b))
+    a, b = (x if isinstance(x, Tensor) else Tensor._of(xp.asarray(x)) for x in (a, b))
     return a, b
 
 
@@ -175,7 +175,7 @@ concat = concatenate = cat
 def _tensor_list(name: str, tensors) -> list[Tensor]:
     if isinstance(tensors, Tensor) or not hasattr(tensors, "__iter__"):
         raise TypeError(f"{name}(): expected a sequence of tensors, got {type(tensors).__name__}")
-    tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
+    tensors = [t if isinstance(t, Tensor) else Tensor._of(t) for t in tensors]
     if not tensors:
         raise ValueError(f"{name}(): expects a non-empty sequence of tensors")
     return tensors

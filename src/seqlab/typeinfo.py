@@ -123,7 +123,7 @@ class _TensorType(type):
             data = args[0]  # FloatTensor([1, 2]): these values
         else:
             raise TypeError(f"{cls.__name__}() takes sizes (ints) or one sequence of values, got {args!r}")
-        return Tensor(data, dtype=cls.dtype, device=device)
+        return Tensor._of(data, dtype=cls.dtype, device=device)
 
     def __instancecheck__(cls, obj) -> bool:
         return isinstance(obj, Tensor) and obj.dtype == cls.dtype and obj.device == "cpu"

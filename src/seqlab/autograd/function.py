@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from seqlab.autograd import versions as _versions
+from seqlab.errors import ShapeError
 
 _state = threading.local()  # per thread: `enabled` (grad mode), `recorded` (utils.checkpoint's list of ops)
 
@@ -163,7 +164,12 @@ class Function:
         if getattr(_state, "enabled", True):  # is_grad_enabled(), inlined
             # set before forward, so a forward can skip keeping what no backward will read
             fn.needs_input_grad = needs = tuple([isinstance(x, Tensor) and x.requires_grad for x in inputs])
-        out = fn.forward(*arrays, **params)
+        try:
+            out = fn.forward(*arrays, **params)
+        except ValueError as e:  # NumPy's "could not be broadcast": torch raises a RuntimeError there
+            if type(e) is ValueError and "broadcast" in str(e):
+                raise ShapeError(f"{cls.__name__}: {e}") from None
+            raise
         if isinstance(out, np.generic):  # NumPy reductions return scalars; keep 0-d arrays
             out = np.asarray(out)
         if True in needs:

@@ -20,6 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from seqlab.errors import ShapeError
 from seqlab import backend
 from seqlab.autograd import engine
 from seqlab.autograd import tensor_convert, tensor_inplace, tensor_shape, tensor_stats
@@ -42,6 +43,14 @@ from seqlab.autograd.tensor_more import MoreMethods
 from seqlab.autograd.tensor_stats import MinMaxResult, MinResult
 from seqlab.autograd.tensor_convert import _size  # noqa: F401  (re-exported: importable from here, as before)
 from seqlab.autograd.tensor_stats import SortResult, TopkResult, ValuesIndices  # noqa: F401  (re-exported, as _size)
+
+
+_NO_DATA = object()  # Tensor() with no argument
+
+
+def _is_size(n) -> bool:
+    """A dimension for torch's legacy `Tensor(2, 3)`: a Python int (not a bool), nonnegative."""
+    return type(n) is int and n >= 0
 
 
 def _to_array(data: Any, dtype=None, device: str | None = None):
@@ -101,8 +110,31 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods, Ex
     __slots__ = ("data", "grad", "requires_grad", "_ctx", "_retains_grad", "_hooks", "_post_acc_hooks", "__weakref__")
     __array_priority__ = 1000  # so `ndarray + Tensor` calls Tensor.__radd__
 
-    def __init__(self, data: Any, requires_grad: bool = False, dtype=None, device: str | None = None):
-        self.data = _to_array(data, dtype, device)
+    def __init__(self, data: Any = _NO_DATA, *sizes: int, requires_grad: bool = False, dtype=None,
+                 device: str | None = None):
+        """`Tensor(array_or_values)`; and torch's legacy constructor: `Tensor(2, 3)` (zeros of that shape: torch
+        leaves the values unset), `Tensor()` (shape (0,)) and `Tensor([1, 2])` in the default float dtype, as
+        in `nn.Parameter(torch.Tensor(out, in))`. An array keeps its dtype."""
+        if sizes or data is _NO_DATA or type(data) is int:  # torch.Tensor(2, 3), Tensor(), Tensor(3)
+            shape = () if data is _NO_DATA else (data, *sizes)
+            if not all(_is_size(n) for n in shape):
+                raise TypeError(f"Tensor() takes sizes (ints) or one array or sequence of values, got "
+                                f"{(data, *sizes)!r}")
+            data = np.zeros(shape or (0,), dtype=dtype or backend.default_dtype())
+        elif dtype is None and isinstance(data, (list, tuple)):
+            dtype = backend.default_dtype()  # torch.Tensor([1, 2]) is float32, as FloatTensor
+        self._init(_to_array(data, dtype, device), requires_grad)
+
+    @classmethod
+    def _of(cls, data: Any, requires_grad: bool = False, dtype=None, device: str | None = None) -> "Tensor":
+        """A tensor of `data` with its dtype inferred as `seqlab.tensor` does (a list of ints is int64, an int
+        a 0-d int64), for seqlab's own code; `Tensor(...)` itself is torch's legacy constructor for those."""
+        t = cls.__new__(cls)
+        Tensor._init(t, _to_array(data, dtype, device), requires_grad)
+        return t
+
+    def _init(self, data, requires_grad: bool) -> None:
+        self.data = data
         if requires_grad and self.data.dtype.kind not in "fc":
             raise TypeError(f"only floating-point tensors can require gradients, got dtype {self.data.dtype}")
         self.grad = None
@@ -167,7 +199,7 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods, Ex
 
     def item(self):
         if self.data.size != 1:
-            raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")
+            raise ShapeError(f"item() needs a tensor with one element, got shape {self.shape}")
         return self.data.reshape(()).item()
 
     def tolist(self):
@@ -445,18 +477,18 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods, Ex
         return E.PowTensor.apply(Tensor(backend.get_xp(self.device).asarray(a, dtype=b.dtype)), b)
 
     def __matmul__(self, o):
-        o = o if isinstance(o, Tensor) else Tensor(o)
+        o = o if isinstance(o, Tensor) else Tensor._of(o)
         _check_matmul(self.shape, o.shape)
         return M.MatMul.apply(self, o)
 
     def __rmatmul__(self, o):
-        return Tensor(o).__matmul__(self)
+        return Tensor._of(o).__matmul__(self)
 
     matmul = __matmul__
 
     def mm(self, mat2) -> "Tensor":
         """Matrix product of two 2-D tensors (no broadcasting, as torch.mm)."""
-        mat2 = mat2 if isinstance(mat2, Tensor) else Tensor(mat2)
+        mat2 = mat2 if isinstance(mat2, Tensor) else Tensor._of(mat2)
         if self.ndim != 2 or mat2.ndim != 2:
             raise ValueError(f"mm expects two matrices, got shapes {self.shape} and {mat2.shape}; "
                              f"matmul (@) takes other shapes")
@@ -464,7 +496,7 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods, Ex
 
     def bmm(self, mat2) -> "Tensor":
         """Batched matrix product of (b, n, k) and (b, k, m) tensors (no broadcasting, as torch.bmm)."""
-        mat2 = mat2 if isinstance(mat2, Tensor) else Tensor(mat2)
+        mat2 = mat2 if isinstance(mat2, Tensor) else Tensor._of(mat2)
         if self.ndim != 3 or mat2.ndim != 3 or self.shape[0] != mat2.shape[0]:
             raise ValueError(f"bmm expects two 3-D tensors with the same batch size, got shapes {self.shape} "
                              f"and {mat2.shape}; matmul (@) broadcasts")
@@ -527,7 +559,7 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods, Ex
     def addcmul(self, tensor1, tensor2, *, value=1):
         """self + value · tensor1 · tensor2, broadcast, in the three tensors' result dtype (as torch, which
         truncates a float `value` to an integer result's dtype)."""
-        prod = tensor1 * tensor2 if isinstance(tensor1, Tensor) else Tensor(_to_array(tensor1)) * tensor2
+        prod = tensor1 * tensor2 if isinstance(tensor1, Tensor) else Tensor._of(_to_array(tensor1)) * tensor2
         if _is_one(value):
             return self + prod
         if self.dtype.kind not in "fc" and prod.dtype.kind not in "fc" and isinstance(value, (float, np.floating)):
@@ -537,8 +569,8 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods, Ex
     def addcdiv(self, tensor1, tensor2, *, value=1):
         """self + value · tensor1 / tensor2 (true division), broadcast, as torch; two integer (or bool)
         tensors are refused, as torch's (its old integer addcdiv rounded)."""
-        t1 = tensor1 if isinstance(tensor1, Tensor) else Tensor(_to_array(tensor1))
-        t2 = tensor2 if isinstance(tensor2, Tensor) else Tensor(_to_array(tensor2))
+        t1 = tensor1 if isinstance(tensor1, Tensor) else Tensor._of(_to_array(tensor1))
+        t2 = tensor2 if isinstance(tensor2, Tensor) else Tensor._of(_to_array(tensor2))
         if t1.dtype.kind not in "fc" and t2.dtype.kind not in "fc":
             raise TypeError(f"addcdiv(): integer division with addcdiv is not supported (tensor1 {t1.dtype}, "
                             f"tensor2 {t2.dtype}, as torch); convert one to a float dtype")
@@ -666,10 +698,10 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods, Ex
     # ---- comparisons (no gradient) ---------------------------------------
     # `t == None` is False and `t != None` True, as torch's (Python's answer once the tensor declines)
     def __eq__(self, o):  # noqa: D105
-        return NotImplemented if o is None else Tensor(self.data == _arr(o))
+        return NotImplemented if o is None else Tensor._of(self.data == _arr(o))
 
     def __ne__(self, o):
-        return NotImplemented if o is None else Tensor(self.data != _arr(o))
+        return NotImplemented if o is None else Tensor._of(self.data != _arr(o))
 
     def __lt__(self, o):
         return Tensor(self.data < _arr(o))
@@ -955,13 +987,13 @@ def _check_matmul(a: Sequence[int], b: Sequence[int]) -> None:
     k_a = a[-1]
     k_b = b[0] if len(b) == 1 else b[-2]
     if k_a != k_b:
-        raise ValueError(f"matmul shape mismatch: {tuple(a)} @ {tuple(b)} "
+        raise ShapeError(f"matmul shape mismatch: {tuple(a)} @ {tuple(b)} "
                          f"(inner dims {k_a} and {k_b} differ)")
     if len(a) > 2 or len(b) > 2:
         try:
             np.broadcast_shapes(tuple(a[:-2]), tuple(b[:-2]))
         except ValueError:
-            raise ValueError(f"matmul shape mismatch: {tuple(a)} @ {tuple(b)} (batch dims "
+            raise ShapeError(f"matmul shape mismatch: {tuple(a)} @ {tuple(b)} (batch dims "
                              f"{tuple(a[:-2])} and {tuple(b[:-2])} do not broadcast)") from None
 
 
@@ -972,7 +1004,7 @@ def _check_reshape(shape, new_shape) -> None:
         raise ValueError(f"reshape {tuple(new_shape)}: only one dimension can be -1")
     prod = math.prod(known)
     if (-1 in new_shape and (prod == 0 or size % prod)) or (-1 not in new_shape and prod != size):
-        raise ValueError(f"cannot reshape a tensor of shape {tuple(shape)} ({size} elements) "
+        raise ShapeError(f"cannot reshape a tensor of shape {tuple(shape)} ({size} elements) "
                          f"into {tuple(new_shape)}")
 
 

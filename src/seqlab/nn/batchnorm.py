@@ -37,7 +37,7 @@ def batch_norm(input: Tensor, running_mean, running_var, weight: Tensor | None =
     running = (1 − momentum) · running + momentum · batch. training=False: the running statistics normalise.
     `weight` and `bias` (C,) scale and shift the result when given.
     """
-    x = input if isinstance(input, Tensor) else Tensor(input)
+    x = input if isinstance(input, Tensor) else Tensor._of(input)
     if x.ndim < 2:
         raise ValueError(f"batch_norm expects input of shape (N, C, *), got shape {x.shape}")
     C = x.shape[1]
@@ -138,7 +138,7 @@ class _BatchNorm(Module):
         raise NotImplementedError
 
     def forward(self, input: Tensor) -> Tensor:
-        x = input if isinstance(input, Tensor) else Tensor(input)
+        x = input if isinstance(input, Tensor) else Tensor._of(input)
         self._check_input_dim(x)
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:

@@ -379,7 +379,7 @@ def memory_efficient_attention(query: Tensor, key: Tensor, value: Tensor, attn_m
     which are computed per block. window: keys within `window` positions of
     the query (only earlier ones when causal). No dropout.
     """
-    q, k, v = (x if isinstance(x, Tensor) else Tensor(x) for x in (query, key, value))
+    q, k, v = (x if isinstance(x, Tensor) else Tensor._of(x) for x in (query, key, value))
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"query has shape {q.shape} and key {k.shape}: their last dims must match")
     if k.shape[-2] != v.shape[-2] or q.shape[:-2] != k.shape[:-2] or k.shape[:-2] != v.shape[:-2]:

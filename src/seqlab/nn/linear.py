@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from seqlab.errors import ShapeError
 from seqlab import functional as F
 from seqlab import backend, creation
 from seqlab.autograd.tensor import Tensor
@@ -47,7 +48,7 @@ class Linear(Module):
             raise TypeError(f"Linear expects floating-point input, got dtype {x.dtype} (token ids go through an "
                             f"Embedding first; else convert, e.g. x.float())")
         if x.ndim == 0 or x.shape[-1] != self.in_features:
-            raise ValueError(f"x has shape {x.shape} but the layer expects last dim {self.in_features}")
+            raise ShapeError(f"x has shape {x.shape} but the layer expects last dim {self.in_features}")
         return F.linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:

@@ -159,7 +159,7 @@ class Module:
         if "." in name or not name:
             raise KeyError(f"buffer name must be non-empty and contain no '.', got {name!r}")
         self.__dict__.pop(name, None)
-        self._buffers[name] = value if (value is None or isinstance(value, Tensor)) else Tensor(value)
+        self._buffers[name] = value if (value is None or isinstance(value, Tensor)) else Tensor._of(value)
         if persistent:
             self._non_persistent.discard(name)
         else:

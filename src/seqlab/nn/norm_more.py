@@ -26,7 +26,7 @@ __all__ = ["group_norm", "instance_norm", "local_response_norm", "GroupNorm", "I
 
 
 def _tensor(x) -> Tensor:
-    return x if isinstance(x, Tensor) else Tensor(x)
+    return x if isinstance(x, Tensor) else Tensor._of(x)
 
 
 def _normalize(x: Tensor, dims: tuple, eps: float) -> tuple[Tensor, Tensor, Tensor]:

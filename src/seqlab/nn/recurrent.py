@@ -389,7 +389,7 @@ class _RNNBase(Module):
 
 
 def _as_tensor(a) -> Tensor:
-    return a if isinstance(a, Tensor) else Tensor(a)
+    return a if isinstance(a, Tensor) else Tensor._of(a)
 
 
 @takes_device

@@ -137,7 +137,7 @@ class TensorDataset(Dataset):
 
     def __getitem__(self, index) -> tuple:
         # a row of a tensor outside any graph is its array's row (5x faster than the recorded t[index])
-        return tuple(t[index] if t.requires_grad else Tensor(t.data[index]) for t in self.tensors)
+        return tuple(t[index] if t.requires_grad else Tensor._of(t.data[index]) for t in self.tensors)
 
     def __len__(self) -> int:
         return self.tensors[0].shape[0]
@@ -336,7 +336,7 @@ def default_convert(data: Any) -> Any:
     if isinstance(data, Tensor):
         return data
     if _is_array(data):
-        return data if data.dtype.kind in "SaUO" else Tensor(data)
+        return data if data.dtype.kind in "SaUO" else Tensor._of(data)
     if isinstance(data, np.generic) and not isinstance(data, (np.str_, np.bytes_)):
         return Tensor(np.asarray(data))
     if isinstance(data, collections.abc.Mapping):

@@ -264,6 +264,6 @@ def einsum(equation: str, *operands) -> Tensor:
         operands = tuple(operands[0])
     if not operands:
         raise ValueError(f"einsum('{equation}'): no operands were given")
-    tensors = [x if isinstance(x, Tensor) else Tensor(x) for x in operands]
+    tensors = [x if isinstance(x, Tensor) else Tensor._of(x) for x in operands]
     plan = parse_equation(equation, [t.shape for t in tensors])
     return Einsum.apply(*tensors, plan=plan)

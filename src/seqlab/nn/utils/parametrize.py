@@ -171,7 +171,7 @@ def _inject_property(module: Module, name: str) -> None:
         return _cache[key]
 
     def set_(self, value) -> None:
-        self.parametrizations[name].right_inverse(value if isinstance(value, Tensor) else Tensor(value))
+        self.parametrizations[name].right_inverse(value if isinstance(value, Tensor) else Tensor._of(value))
 
     setattr(module.__class__, name, property(get, set_))
 

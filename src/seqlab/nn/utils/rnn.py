@@ -261,7 +261,7 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
     each padded with `padding_value` on the right (or the left); gradients flow back to each sequence."""
     if padding_side not in ("right", "left"):
         raise ValueError(f"padding_side must be 'right' or 'left', got {padding_side!r}")
-    seqs = [s if isinstance(s, Tensor) else Tensor(s) for s in sequences]
+    seqs = [s if isinstance(s, Tensor) else Tensor._of(s) for s in sequences]
     if not seqs:
         raise ValueError("pad_sequence needs at least one sequence")
     rest = {tuple(s.shape[1:]) for s in seqs}
