@@ -29,6 +29,7 @@ SAME_REPR = [
     "L1Loss()", "SmoothL1Loss(beta=0.5)", "HuberLoss(delta=2.0)", "BCELoss()", "KLDivLoss(log_target=True)",
     "PoissonNLLLoss()", "GaussianNLLLoss()", "MarginRankingLoss(0.5)", "HingeEmbeddingLoss()",
     "CosineEmbeddingLoss()", "TripletMarginLoss()", "SoftMarginLoss()", "MultiLabelSoftMarginLoss()",
+    "LayerNorm(8)", "LayerNorm(8, bias=False)", "LayerNorm((4, 8), elementwise_affine=False)",  # an audit: bias=
 ]
 
 

@@ -33,8 +33,9 @@ class LayerNorm(Module):
     def forward(self, input):  # noqa: A002 (torch's name)
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
-    def extra_repr(self) -> str:
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+    def extra_repr(self) -> str:  # torch's, bias included
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
 
 
 @takes_device
