@@ -173,7 +173,7 @@ def test_save_and_reload(bert_trio, tmp_path):
 def test_call_errors(bert_trio):
     ours = bert_trio[0]
     with pytest.raises(ValueError, match="different lengths"):
-        ours(["a", "a b c"])
+        ours(["a", "a b c"], return_tensors="np")  # unpadded rows of two lengths: lists only (below)
     with pytest.raises(ValueError, match="truncation=True"):
         ours(LONG, padding="max_length", max_length=8)
     with pytest.raises(ValueError, match="padding must be"):
@@ -186,6 +186,44 @@ def test_call_errors(bert_trio):
         ours.decode([101, 999_999])
     with pytest.raises(ValueError, match="1-D"):
         ours.decode(np.zeros((2, 2), dtype=np.int64))
+
+
+def test_unpadded_rows_of_different_lengths_are_lists_as_transformers(bert_trio):
+    """`tok(texts, truncation=True)` before a padding collator (datasets' map): an audit found it refused."""
+    ours, hf_fast = bert_trio[0], bert_trio[2]
+    got, want = ours(HARD, truncation=True), hf_fast(HARD, truncation=True)
+    assert {"input_ids", "attention_mask"} <= set(want) <= set(got)
+    assert len({len(r) for r in got["input_ids"]}) > 1  # the rows do differ in length
+    for key in want:
+        assert got[key] == [list(r) for r in want[key]], key
+
+
+def test_padding_side_is_an_attribute_as_in_transformers(bert_trio, tmp_path):
+    """The recipe for batched generation, `tok.padding_side = "left"`, was accepted and ignored (an audit)."""
+    ours, hf_fast = bert_trio[0], bert_trio[2]
+    folder = ours.save(tmp_path / "tok")
+    left = Tokenizer.from_pretrained(folder)
+    left.padding_side = hf_fast.padding_side = "left"
+    try:
+        assert_same(left(HARD, padding=True), call(hf_fast, HARD, padding=True))
+        assert_same(left(HARD, padding=True, padding_side="right"), ours(HARD, padding=True))
+    finally:
+        hf_fast.padding_side = "right"
+    assert Tokenizer.from_pretrained(folder, padding_side="left").padding_side == "left"
+    left.save(tmp_path / "left")
+    assert Tokenizer.from_pretrained(tmp_path / "left").padding_side == "left"  # saved with the folder
+    with pytest.raises(ValueError, match="padding_side must be 'right' or 'left'"):
+        left.padding_side = "top"
+
+
+def test_truncation_without_any_limit_cuts_nothing_as_transformers(bert_trio, tmp_path):
+    folder = bert_trio[0].save(tmp_path / "tok")
+    unlimited = Tokenizer.from_pretrained(folder)
+    unlimited.model_max_length = None
+    np.testing.assert_array_equal(unlimited(LONG, truncation=True)["input_ids"], bert_trio[0](LONG)["input_ids"])
+    assert unlimited.encode(LONG, truncation=True) == bert_trio[0].encode(LONG)  # was: "needs max_length"
+    with pytest.raises(ValueError, match="padding='max_length' needs max_length"):
+        unlimited(LONG, padding="max_length")
 
 
 def test_decode_accepts_numpy_rows(bert_trio):

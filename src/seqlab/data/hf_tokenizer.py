@@ -82,6 +82,9 @@ class Tokenizer(EncodingMixin, TrainingMixin):
         self.config = dict(config or {})
         self.model_max_length = model_max_length
         self._truncators: dict[tuple[int, str], _Backend] = {}
+        # transformers' attribute: where `tok(...)` pads unless a call says (tok.padding_side = "left" before
+        # a decoder-only model's batched generate); a folder's tokenizer_config.json may set it
+        self.padding_side = self.config.get("padding_side", "right")
 
         given = special_tokens or {}
         self.special_tokens: dict[str, str] = {}
@@ -101,8 +104,9 @@ class Tokenizer(EncodingMixin, TrainingMixin):
     # -------------------------------------------------------------- loading and saving
 
     @classmethod
-    def from_pretrained(cls, folder: PathLike) -> Tokenizer:
-        """Load a Hugging Face tokenizer folder (or a name `pretrained_path` knows).
+    def from_pretrained(cls, folder: PathLike, *, padding_side: str | None = None) -> Tokenizer:
+        """Load a Hugging Face tokenizer folder (or a name `pretrained_path` knows); `padding_side`, as
+        transformers' keyword, sets the attribute (else the folder's ``padding_side``, else "right").
 
         Reads ``tokenizer.json`` if present, else builds BERT's WordPiece from
         ``vocab.txt`` (``do_lower_case``, ``strip_accents`` and
@@ -115,7 +119,10 @@ class Tokenizer(EncodingMixin, TrainingMixin):
         max_len = config.get("model_max_length")
         # transformers writes int(1e30) for "no limit".
         max_len = int(max_len) if isinstance(max_len, (int, float)) and max_len < 1e9 else None
-        return cls(_load_backend(path, config), model_max_length=max_len, config=config)
+        tok = cls(_load_backend(path, config), model_max_length=max_len, config=config)
+        if padding_side is not None:
+            tok.padding_side = padding_side
+        return tok
 
     def save(self, folder: PathLike) -> Path:
         """Write ``tokenizer.json`` + ``tokenizer_config.json`` and the model's vocab files; return the folder.
@@ -143,9 +150,21 @@ class Tokenizer(EncodingMixin, TrainingMixin):
         config.setdefault("tokenizer_class", {"bert": "BertTokenizer", "gpt2": "GPT2Tokenizer"}.get(self.kind))
         if self.model_max_length is not None:
             config["model_max_length"] = self.model_max_length
+        config["padding_side"] = self.padding_side
         config = {k: v for k, v in config.items() if v is not None}
         (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         return written
+
+    @property
+    def padding_side(self) -> str:
+        """"right" or "left": where `tok(...)` pads when the call does not say (transformers' attribute)."""
+        return self._padding_side
+
+    @padding_side.setter
+    def padding_side(self, side: str) -> None:
+        if side not in ("right", "left"):
+            raise ValueError(f"padding_side must be 'right' or 'left', got {side!r}")
+        self._padding_side = side
 
     @property
     def backend(self) -> _Backend:

@@ -43,6 +43,7 @@ class EncodingMixin:
     kind: str
     model_max_length: int | None
     pad_token_id: int | None
+    padding_side: str
 
     def tokenize(self, text: str) -> list[str]:
         """Token strings of ``text``, without special tokens."""
@@ -73,10 +74,8 @@ class EncodingMixin:
         _check_texts([text], "text")
         _check_texts([] if text_pair is None else [text_pair], "text_pair")
         backend = self._tok
-        if truncation:
-            length = max_length if max_length is not None else self.model_max_length
-            if length is None:
-                raise ValueError("truncation needs max_length (this tokenizer has no model_max_length)")
+        length = max_length if max_length is not None else self.model_max_length
+        if truncation and length is not None:  # no limit at all: nothing to cut (transformers' too)
             backend = self._truncator(int(length), truncation)
         try:
             return backend.encode(text, text_pair, add_special_tokens=add_special_tokens).ids
@@ -101,20 +100,25 @@ class EncodingMixin:
         return_attention_mask: bool | None = None,
         return_special_tokens_mask: bool = False,
         return_tensors: str | None = None,
-        padding_side: str = "right",
+        padding_side: str | None = None,
     ) -> BatchEncoding:
         """Encode a text or a batch (optionally of pairs) into int64 arrays (B, T).
 
-        padding: False (all rows must then have one length), True / "longest"
-            (pad to the longest row), or "max_length" (pad to ``max_length``).
+        padding: False (rows of different lengths then come back as lists of
+            ids, as transformers' are; with ``return_tensors`` they are refused),
+            True / "longest" (pad to the longest row), or "max_length" (pad to
+            ``max_length``).
         truncation: True / "longest_first", "only_first" or "only_second",
             cutting to ``max_length`` (default: ``model_max_length``) with the
-            special tokens counted, as transformers does.
+            special tokens counted, as transformers does; with neither, nothing
+            is cut (transformers' "no limit").
         return_token_type_ids: default True for BERT-style tokenizers.
         return_attention_mask: default True; False leaves it out.
         return_tensors: None or "np" (NumPy; transformers' None gives lists),
             or "pt" (torch tensors, if torch is installed).
-        padding_side: "right", or "left" for decoder-only generation.
+        padding_side: "right", or "left" for decoder-only generation; default the
+            tokenizer's ``padding_side`` attribute (transformers' recipe:
+            ``tok.padding_side = "left"``).
 
         Returns a `BatchEncoding`: a dict also read by attribute (``enc.input_ids``).
         """
@@ -139,10 +143,14 @@ class EncodingMixin:
             pad_to = "max_length"
         else:
             raise ValueError(f"padding must be False, True, 'longest' or 'max_length', got {padding!r}")
-        needs_length = bool(truncation) or pad_to == "max_length"
+        side = self.padding_side if padding_side is None else padding_side
+        if side not in ("right", "left"):
+            raise ValueError(f"padding_side must be 'right' or 'left', got {side!r}")
         length = max_length if max_length is not None else self.model_max_length
-        if needs_length and length is None:
-            raise ValueError("truncation or padding='max_length' needs max_length (this tokenizer has no model_max_length)")
+        if pad_to == "max_length" and length is None:
+            raise ValueError("padding='max_length' needs max_length (this tokenizer has no model_max_length)")
+        if length is None:
+            truncation = False  # no limit to cut to, as transformers' model_max_length of 1e30
 
         backend = self._truncator(int(length), truncation) if truncation else self._tok  # type: ignore[arg-type]
         try:
@@ -154,10 +162,13 @@ class EncodingMixin:
         longest = max(lengths, default=0)
         if pad_to is None:
             if len(set(lengths)) > 1:
-                raise ValueError(
-                    f"rows have different lengths ({min(lengths)}..{longest} tokens); "
-                    f"pass padding=True to get rectangular arrays"
-                )
+                if return_tensors is not None:
+                    raise ValueError(
+                        f"rows have different lengths ({min(lengths)}..{longest} tokens); "
+                        f"pass padding=True to get rectangular arrays"
+                    )
+                return BatchEncoding(_ragged(encs, self.kind, return_token_type_ids, return_attention_mask,
+                                             return_special_tokens_mask))
             T = longest
         elif pad_to == "longest":
             T = longest
@@ -169,14 +180,14 @@ class EncodingMixin:
             raise ValueError("this tokenizer has no padding token, so rows of different lengths cannot be padded")
         pad_id = self.pad_token_id if self.pad_token_id is not None else 0
 
-        ids, mask = pad_batch([e.ids for e in encs], pad_id, T, padding_side)  # (B, T) each
+        ids, mask = pad_batch([e.ids for e in encs], pad_id, T, side)  # (B, T) each
         out = {"input_ids": ids}
         if return_token_type_ids or (return_token_type_ids is None and self.kind == "bert"):
-            out["token_type_ids"] = pad_batch([e.type_ids for e in encs], 0, T, padding_side)[0]
+            out["token_type_ids"] = pad_batch([e.type_ids for e in encs], 0, T, side)[0]
         if return_attention_mask is not False:
             out["attention_mask"] = mask
         if return_special_tokens_mask:
-            special, _ = pad_batch([e.special_tokens_mask for e in encs], 1, T, padding_side)
+            special, _ = pad_batch([e.special_tokens_mask for e in encs], 1, T, side)
             out["special_tokens_mask"] = special  # 1 = special or padding: never MLM-masked
         if return_tensors == "pt":
             torch = _import_torch()
@@ -194,6 +205,18 @@ class EncodingMixin:
             clone.enable_truncation(max_length, strategy=name)
             self._truncators[key] = clone
         return self._truncators[key]
+
+
+def _ragged(encs, kind: str, token_type_ids: bool | None, attention_mask: bool | None, special: bool) -> dict:
+    """Unpadded rows of different lengths as lists of ids, one list a row (transformers' return_tensors=None)."""
+    out: dict[str, Any] = {"input_ids": [list(e.ids) for e in encs]}
+    if token_type_ids or (token_type_ids is None and kind == "bert"):
+        out["token_type_ids"] = [list(e.type_ids) for e in encs]
+    if attention_mask is not False:
+        out["attention_mask"] = [[1] * len(e.ids) for e in encs]
+    if special:
+        out["special_tokens_mask"] = [list(e.special_tokens_mask) for e in encs]
+    return out
 
 
 def _import_torch() -> Any:
