@@ -283,3 +283,19 @@ def test_unknown_keyword_is_a_type_error(gpt):
     _, ours = gpt
     with pytest.raises(TypeError, match="no_repeat_ngram"):
         ours.generate(np.array([[3, 4]]), no_repeat_ngram=2)
+
+
+def test_gpt_warns_of_right_padded_prompts_as_transformers(gpt):
+    """transformers warns "right-padding was detected"; a right-padded row continues after its pads (an audit
+    found seqlab silent). A left-padded batch, or no mask, gives no warning."""
+    _, ours = gpt
+    ids = np.array([[5, 6, 7, 8], [5, 6, 0, 0]])
+    with pytest.warns(UserWarning, match="right padding .* pad on the left"):
+        ours.generate(ids, attention_mask=np.array([[1, 1, 1, 1], [1, 1, 0, 0]]), max_new_tokens=2, pad_token_id=0)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours.generate(ids[:, ::-1].copy(), attention_mask=np.array([[1, 1, 1, 1], [0, 0, 1, 1]]), max_new_tokens=2,
+                      pad_token_id=0)
+        ours.generate(ids, max_new_tokens=2, pad_token_id=0)

@@ -32,6 +32,8 @@ keys/values in every cross-attention.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from seqlab import backend
@@ -396,6 +398,10 @@ def generate(model, input_ids, attention_mask=None, *, max_new_tokens: int | Non
     if pad is None:
         pad = eos[0] if eos else 0
     seq2seq = bool(getattr(cfg, "is_encoder_decoder", False))
+    if not seq2seq and attention_mask is not None and ids.shape[1] and (mask[:, -1] == 0).any():
+        warnings.warn("right padding in a decoder-only model's prompts: a padded row continues after its pad "
+                      "tokens; pad on the left for generation (tok.padding_side = \"left\")", UserWarning,
+                      stacklevel=3)
     if slide and seq2seq:
         raise ValueError("slide=True is for a GPT's absolute positions; T5's positions are relative and have no "
                          "limit")
