@@ -277,3 +277,19 @@ def test_resize_token_embeddings_as_transformers(T, torch, tmp_path, head, delta
     ids = np.array([[n - 1, 1, 2]])
     logits = ours(ids, decoder_input_ids=ids).logits if head.startswith("T5") else ours(ids).logits
     assert logits.shape[-1] == n
+
+
+def test_num_parameters_options_and_config_folders_as_transformers(T, gpt_dir, tmp_path):
+    """Both found missing by an audit: `num_parameters(only_trainable=, exclude_embeddings=)`, and
+    `GPT2Config.from_pretrained(folder)` / `config.save_pretrained(folder)`."""
+    hf, ours = T.GPT2LMHeadModel.from_pretrained(str(gpt_dir)), AutoModel.from_pretrained(gpt_dir)
+    hf.transformer.wpe.weight.requires_grad = ours.transformer.wpe.weight.requires_grad = False
+    for kw in ({}, {"only_trainable": True}, {"exclude_embeddings": True},
+               {"only_trainable": True, "exclude_embeddings": True}):
+        assert ours.num_parameters(**kw) == hf.num_parameters(**kw), kw
+    assert ours.num_parameters(only_trainable=True) < ours.num_parameters()
+    config = GPTConfig.from_pretrained(gpt_dir, n_layer=1)
+    assert config.n_layer == 1 and config.n_embd == hf.config.n_embd
+    config.save_pretrained(tmp_path / "cfg")
+    again = T.GPT2Config.from_pretrained(str(tmp_path / "cfg"))
+    assert (again.n_layer, again.n_embd, again.vocab_size) == (1, hf.config.n_embd, hf.config.vocab_size)

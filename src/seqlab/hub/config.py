@@ -147,6 +147,24 @@ class HFConfig(metaclass=_ConfigMeta):
     def to_json_file(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
+    @classmethod
+    def from_pretrained(cls, name_or_path: str | Path, **overrides: Any) -> "HFConfig":
+        """The ``config.json`` of a model folder (or a known name), as transformers' ``XConfig.from_pretrained``;
+        `overrides` replace its fields."""
+        from seqlab.hub.pretrained import CONFIG_NAME, read_config, resolve  # (pretrained imports this module)
+
+        folder = resolve(name_or_path)
+        try:
+            return cls.from_dict(read_config(folder), **overrides)
+        except ConfigError as e:
+            raise ConfigError(f"{folder / CONFIG_NAME}: {e}") from None
+
+    def save_pretrained(self, save_directory: str | Path) -> None:
+        """Write ``config.json`` into `save_directory` (made if missing), as transformers' config does."""
+        folder = Path(save_directory)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.to_json_file(folder / "config.json")
+
     def __getattr__(self, name: str) -> Any:  # HF's attribute_map: config.hidden_size on GPT-2
         aliases = type(self).aliases
         if name in aliases:

@@ -350,10 +350,6 @@ class PreTrainedModel:
         self.config.vocab_size = new_num_tokens
         return emb
 
-    def num_parameters(self) -> int:
-        """Parameters counted once each (tied embeddings once), as transformers counts them."""
-        return sum(int(p.data.size) for p in self.parameters())
-
     @classmethod
     def from_pretrained(cls, name_or_path: str | os.PathLike, *, dtype=None, strict: bool | None = None,
                         output_loading_info: bool = False, ignore_mismatched_sizes: bool = False,

@@ -312,8 +312,13 @@ class Module:
         for _, b in self.named_buffers():
             yield b
 
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters())
+    def num_parameters(self, only_trainable: bool = False, exclude_embeddings: bool = False) -> int:
+        """Parameters counted once each (a tied one once), as transformers' `num_parameters`; `only_trainable`:
+        those that require grad; `exclude_embeddings`: without the `nn.Embedding` tables, as transformers."""
+        from seqlab.nn.sparse import Embedding  # (sparse imports this module)
+
+        skip = {id(m.weight) for m in self.modules() if isinstance(m, Embedding)} if exclude_embeddings else set()
+        return sum(p.numel() for p in self.parameters() if id(p) not in skip and (p.requires_grad or not only_trainable))
 
     # ---- state ---------------------------------------------------------------
     def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False) -> "OrderedDict[str, Any]":
