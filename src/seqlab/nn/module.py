@@ -318,7 +318,8 @@ class Module:
         from seqlab.nn.sparse import Embedding  # (sparse imports this module)
 
         skip = {id(m.weight) for m in self.modules() if isinstance(m, Embedding)} if exclude_embeddings else set()
-        return sum(p.numel() for p in self.parameters() if id(p) not in skip and (p.requires_grad or not only_trainable))
+        return sum(p.numel() for p in self.parameters()
+                   if id(p) not in skip and (p.requires_grad or not only_trainable))
 
     # ---- state ---------------------------------------------------------------
     def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False) -> "OrderedDict[str, Any]":
