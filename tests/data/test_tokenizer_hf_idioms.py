@@ -352,3 +352,29 @@ def test_add_special_tokens_errors(bert):
         ours.add_special_tokens({"pad_token": 5})
     assert ours.pad_token == "[PAD]" and len(ours) == 30522  # a refused call changes nothing
     assert ours.add_special_tokens({}) == hf.add_special_tokens({}) == 0
+
+
+WORDS = [["John", "lives", "in", "Zürich", "."], ["Hi", "there"], ["unbelievably", "long", "words"]]
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_word_ids_and_offsets_for_token_classification_as_transformers(bert, side):
+    """The label-alignment recipe: `tok(words, is_split_into_words=True)` then `enc.word_ids(i)`, and
+    `return_offsets_mapping=True` (all three missing before; found by an audit)."""
+    ours, theirs = bert
+    kw = dict(is_split_into_words=True, padding=True, padding_side=side, return_offsets_mapping=True)
+    got, want = ours(WORDS, **kw), theirs(WORDS, return_tensors="np", **kw)
+    assert_same(got, want, keys=("input_ids", "attention_mask", "offset_mapping"))
+    for i in range(len(WORDS)):
+        assert got.word_ids(i) == want.word_ids(i)
+    assert got.word_ids(2).count(0) > 1  # a word cut into several tokens maps each to it
+    one = ours("Hello world, again", return_offsets_mapping=True)
+    ref = theirs("Hello world, again", return_offsets_mapping=True)
+    assert one.word_ids() == ref.word_ids()
+    assert one["offset_mapping"][0].tolist() == [list(o) for o in ref["offset_mapping"]]
+    unpadded = ours(WORDS, is_split_into_words=True)  # rows of different lengths: lists, word ids unpadded
+    assert unpadded.word_ids(1) == theirs(WORDS, is_split_into_words=True).word_ids(1)
+    with pytest.raises(TypeError, match="expected a list of words"):
+        ours([["a"], "c"], is_split_into_words=True)  # (a list of strings alone is one pre-split text)
+    with pytest.raises(IndexError, match="batch_index 5"):
+        got.word_ids(5)

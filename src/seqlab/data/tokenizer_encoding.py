@@ -23,11 +23,23 @@ class BatchEncoding(dict):
     ``enc["input_ids"]``, and ``model(**enc)`` passes the arrays as keywords.
     """
 
+    _word_ids: list[list[int | None]] | None = None
+
     def __getattr__(self, name: str) -> Any:
         try:
             return self[name]
         except KeyError:  # an AttributeError, so hasattr() and copy/pickle probes work
             raise AttributeError(f"BatchEncoding has no {name!r} (it holds {', '.join(self) or 'nothing'})") from None
+
+    def word_ids(self, batch_index: int = 0) -> list[int | None]:
+        """For each token of row `batch_index`, the index of the word it came from (None for special and
+        padding tokens), as transformers' fast tokenizers give it: how token-classification labels are
+        lined up with words (`tok(words, is_split_into_words=True).word_ids(i)`)."""
+        if self._word_ids is None:
+            raise ValueError("word_ids() needs the tokenizer's own output (this BatchEncoding was built by hand)")
+        if not -len(self._word_ids) <= batch_index < len(self._word_ids):
+            raise IndexError(f"batch_index {batch_index} is out of range for a batch of {len(self._word_ids)}")
+        return list(self._word_ids[batch_index])
 
 
 class EncodingMixin:
@@ -101,6 +113,8 @@ class EncodingMixin:
         return_special_tokens_mask: bool = False,
         return_tensors: str | None = None,
         padding_side: str | None = None,
+        return_offsets_mapping: bool = False,
+        is_split_into_words: bool = False,
     ) -> BatchEncoding:
         """Encode a text or a batch (optionally of pairs) into int64 arrays (B, T).
 
@@ -119,18 +133,23 @@ class EncodingMixin:
         padding_side: "right", or "left" for decoder-only generation; default the
             tokenizer's ``padding_side`` attribute (transformers' recipe:
             ``tok.padding_side = "left"``).
+        return_offsets_mapping: also ``offset_mapping``, (B, T, 2) character
+            spans of each token in its text (in its word, with
+            ``is_split_into_words``); (0, 0) for special and padding tokens.
+        is_split_into_words: the text is already split into words (a list of
+            words, or a batch of such lists), as for token classification;
+            ``enc.word_ids(i)`` then maps each token of row i to its word.
 
         Returns a `BatchEncoding`: a dict also read by attribute (``enc.input_ids``).
         """
         if return_tensors not in (None, "np", "pt"):
             raise ValueError(f"return_tensors must be None, 'np' or 'pt', got {return_tensors!r}")
-        single = isinstance(text, str)
-        texts = [text] if single else list(text)
-        _check_texts(texts, "text")
+        texts = _batch_of(text, is_split_into_words)
+        _check_inputs(texts, "text", is_split_into_words)
         inputs: list[Any] = texts
         if text_pair is not None:
-            pairs = [text_pair] if isinstance(text_pair, str) else list(text_pair)
-            _check_texts(pairs, "text_pair")
+            pairs = _batch_of(text_pair, is_split_into_words)
+            _check_inputs(pairs, "text_pair", is_split_into_words)
             if len(pairs) != len(texts):
                 raise ValueError(f"got {len(texts)} texts but {len(pairs)} text_pairs")
             inputs = list(zip(texts, pairs))
@@ -154,7 +173,8 @@ class EncodingMixin:
 
         backend = self._truncator(int(length), truncation) if truncation else self._tok  # type: ignore[arg-type]
         try:
-            encs = backend.encode_batch(inputs, add_special_tokens=add_special_tokens)
+            encs = backend.encode_batch(inputs, is_pretokenized=is_split_into_words,
+                                        add_special_tokens=add_special_tokens)
         except Exception as e:  # the Rust side raises bare Exception (e.g. impossible truncation)
             raise ValueError(f"could not encode: {e}") from e
 
@@ -167,8 +187,11 @@ class EncodingMixin:
                         f"rows have different lengths ({min(lengths)}..{longest} tokens); "
                         f"pass padding=True to get rectangular arrays"
                     )
-                return BatchEncoding(_ragged(encs, self.kind, return_token_type_ids, return_attention_mask,
-                                             return_special_tokens_mask))
+                ragged = _ragged(encs, self.kind, return_token_type_ids, return_attention_mask,
+                                 return_special_tokens_mask)
+                if return_offsets_mapping:
+                    ragged["offset_mapping"] = [[tuple(o) for o in e.offsets] for e in encs]
+                return _with_word_ids(BatchEncoding(ragged), encs, None, "right")
             T = longest
         elif pad_to == "longest":
             T = longest
@@ -189,10 +212,12 @@ class EncodingMixin:
         if return_special_tokens_mask:
             special, _ = pad_batch([e.special_tokens_mask for e in encs], 1, T, side)
             out["special_tokens_mask"] = special  # 1 = special or padding: never MLM-masked
+        if return_offsets_mapping:
+            out["offset_mapping"] = _padded_offsets(encs, T, side)
         if return_tensors == "pt":
             torch = _import_torch()
             out = {k: torch.from_numpy(v) for k, v in out.items()}
-        return BatchEncoding(out)
+        return _with_word_ids(BatchEncoding(out), encs, T, side)
 
     def _truncator(self, max_length: int, strategy: bool | str) -> _Backend:
         """A copy of the backend that truncates; copies, not toggles, keep calls independent."""
@@ -205,6 +230,50 @@ class EncodingMixin:
             clone.enable_truncation(max_length, strategy=name)
             self._truncators[key] = clone
         return self._truncators[key]
+
+
+def _batch_of(text: Any, split: bool) -> list[Any]:
+    """A call's text as a batch: one string (or, pre-split, one list of words) is a batch of one."""
+    if split:
+        one = isinstance(text, (list, tuple)) and all(isinstance(w, str) for w in text)
+        return [list(text)] if one else [list(t) if isinstance(t, (list, tuple)) else t for t in text]
+    return [text] if isinstance(text, str) else list(text)
+
+
+def _check_inputs(texts: list[Any], what: str, split: bool) -> None:
+    """Strings; or, with is_split_into_words, lists of strings (the words)."""
+    if not split:
+        _check_texts(texts, what)
+        return
+    for i, words in enumerate(texts):
+        if not isinstance(words, list):
+            raise TypeError(f"{what}[{i}] is {type(words).__name__}, expected a list of words "
+                            f"(is_split_into_words=True)")
+        _check_texts(words, f"{what}[{i}]")
+
+
+def _with_word_ids(enc: BatchEncoding, encs, T: int | None, side: str) -> BatchEncoding:
+    """`enc` knowing each row's word ids, padded with None to `T` on `side` (unpadded when T is None)."""
+    rows = []
+    for e in encs:
+        ids = list(e.word_ids)
+        pad = [None] * (0 if T is None else T - len(ids))
+        rows.append(ids + pad if side == "right" else pad + ids)
+    enc._word_ids = rows
+    return enc
+
+
+def _padded_offsets(encs, T: int, side: str):
+    """(B, T, 2) int64 character spans, (0, 0) on padding, as transformers' offset_mapping."""
+    import numpy as np
+
+    out = np.zeros((len(encs), T, 2), dtype=np.int64)
+    for i, e in enumerate(encs):
+        n = len(e.offsets)
+        if n:
+            start = 0 if side == "right" else T - n
+            out[i, start:start + n] = np.asarray(e.offsets, dtype=np.int64)
+    return out
 
 
 def _ragged(encs, kind: str, token_type_ids: bool | None, attention_mask: bool | None, special: bool) -> dict:
