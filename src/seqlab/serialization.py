@@ -115,7 +115,6 @@ def _device_name(map_location: Any) -> str | None:
     return backend.device_name(map_location)
 
 
-
 def _torch_pickle(head: bytes, size: int) -> bool:
     """Whether a file starting with `head` (9 bytes or fewer) and `size` bytes long is torch.save's output:
     a zip archive ("PK") or a bare pickle (protocol 2+ begins with 0x80), not safetensors. A safetensors
