@@ -293,3 +293,18 @@ def test_num_parameters_options_and_config_folders_as_transformers(T, gpt_dir, t
     config.save_pretrained(tmp_path / "cfg")
     again = T.GPT2Config.from_pretrained(str(tmp_path / "cfg"))
     assert (again.n_layer, again.n_embd, again.vocab_size) == (1, hf.config.n_embd, hf.config.vocab_size)
+
+
+def test_gpt_generate_without_a_prompt_starts_from_bos_as_transformers(T, torch, tmp_path):
+    """transformers' generate() with no input_ids begins at bos_token_id (an audit found a TypeError)."""
+    torch.manual_seed(0)
+    cfg = T.GPT2Config(vocab_size=60, n_positions=32, n_embd=16, n_layer=2, n_head=2, bos_token_id=3, eos_token_id=59)
+    folder = hf_save(T.GPT2LMHeadModel(cfg).eval(), tmp_path / "gpt")
+    hf, ours = T.GPT2LMHeadModel.from_pretrained(str(folder)).eval(), AutoModel.from_pretrained(folder)
+    want = hf.generate(max_new_tokens=6, do_sample=False, pad_token_id=0).numpy()
+    got = ours.generate(max_new_tokens=6, pad_token_id=0)
+    np.testing.assert_array_equal(np.asarray(got), want)
+    assert want[0, 0] == 3
+    ours.config.bos_token_id = None
+    with pytest.raises(ValueError, match="bos_token_id, which is None"):
+        ours.generate(max_new_tokens=2)

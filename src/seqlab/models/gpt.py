@@ -273,14 +273,21 @@ class GPT(nn.Module, GPTPreTrained):
                               is not None else None, last_hidden_state=h, attentions=attn,
                               hidden_states=hidden)
 
-    def generate(self, input_ids, attention_mask=None, **kwargs):
-        """Continue prompts (B, T) -> (B, T + new); see `seqlab.models.generation.generate`.
+    def generate(self, input_ids=None, attention_mask=None, **kwargs):
+        """Continue prompts (B, T) -> (B, T + new); see `seqlab.models.generation.generate`. Without
+        input_ids, one sequence from the config's ``bos_token_id``, as transformers starts.
 
         With return_dict_in_generate=True, transformers' output object (sequences, scores, logits, and for beam
         search sequences_scores and beam_indices); streamer= gets the tokens as they come.
         """
         from seqlab.models.generation import generate
 
+        if input_ids is None:
+            bos = getattr(self.config, "bos_token_id", None)
+            if bos is None:
+                raise ValueError("generate() without input_ids starts from the config's bos_token_id, which is None; "
+                                 "give input_ids")
+            input_ids = [[int(bos)]]
         return generate(self, input_ids, attention_mask, **kwargs)
 
     def compute_transition_scores(self, sequences, scores, beam_indices=None,
