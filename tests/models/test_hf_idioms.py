@@ -308,3 +308,14 @@ def test_gpt_generate_without_a_prompt_starts_from_bos_as_transformers(T, torch,
     ours.config.bos_token_id = None
     with pytest.raises(ValueError, match="bos_token_id, which is None"):
         ours.generate(max_new_tokens=2)
+
+
+@pytest.mark.parametrize("new, multiple", [(63, 8), (None, 16), (64, 8)])
+def test_resize_token_embeddings_pads_to_a_multiple_as_transformers(T, gpt_dir, new, multiple):
+    hf, ours = T.GPT2LMHeadModel.from_pretrained(str(gpt_dir)), AutoModel.from_pretrained(gpt_dir)
+    hf.resize_token_embeddings(new, pad_to_multiple_of=multiple)
+    ours.resize_token_embeddings(new, pad_to_multiple_of=multiple)
+    assert ours.config.vocab_size == hf.config.vocab_size == ours.get_input_embeddings().num_embeddings
+    assert ours.config.vocab_size % multiple == 0
+    with pytest.raises(ValueError, match="pad_to_multiple_of must be a positive int"):
+        ours.resize_token_embeddings(70, pad_to_multiple_of=0)

@@ -307,15 +307,23 @@ class PreTrainedModel:
                 continue
         return None
 
-    def resize_token_embeddings(self, new_num_tokens: int | None = None):
+    def resize_token_embeddings(self, new_num_tokens: int | None = None, pad_to_multiple_of: int | None = None):
         """transformers' method: the token embedding (and the output layer, tied or not, with its bias) cut
-        or grown to `new_num_tokens` rows, config.vocab_size with it; the old rows kept, the new ones drawn
-        N(0, initializer_range) as the model's own init (transformers ≥ 4.46 draws them around the old
+        or grown to `new_num_tokens` rows (rounded up to a multiple of `pad_to_multiple_of` when given, as
+        transformers'), config.vocab_size with it; the old rows kept, the new ones drawn N(0,
+        initializer_range) as the model's own init (transformers ≥ 4.46 draws them around the old
         embeddings' mean instead, so new rows differ from its). Returns the embedding."""
         from seqlab import nn
         from seqlab.random import default_generator
 
         emb = self.get_input_embeddings()
+        if pad_to_multiple_of is not None:
+            multiple = pad_to_multiple_of
+            if isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1:
+                raise ValueError(f"pad_to_multiple_of must be a positive int, got {pad_to_multiple_of!r}")
+            rows = emb.num_embeddings if new_num_tokens is None else new_num_tokens
+            if isinstance(rows, int) and not isinstance(rows, bool):
+                new_num_tokens = -(-rows // pad_to_multiple_of) * pad_to_multiple_of
         if new_num_tokens is None or new_num_tokens == emb.num_embeddings:
             return emb
         if isinstance(new_num_tokens, bool) or not isinstance(new_num_tokens, int) or new_num_tokens < 1:
