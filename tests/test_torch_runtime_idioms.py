@@ -23,10 +23,14 @@ def test_device_is_torch_like_and_a_string():
     assert seqlab.device(0) == "cuda:0" and seqlab.device(torch.device("cpu")) == "cpu"
     assert seqlab.device("cuda:0") != seqlab.device("cuda")  # as torch's
     assert torch.device("cuda:0") != torch.device("cuda")
-    with pytest.raises(ValueError, match="one GPU"):
-        seqlab.device("cuda:1")
+    one = seqlab.device("cuda:1")  # named, as torch's (d2l's first GPU cell); used, refused: seqlab drives one GPU
+    assert (one.type, one.index, repr(one)) == ("cuda", 1, repr(torch.device("cuda:1")))
+    with pytest.raises(ValueError, match="'cuda:1': seqlab uses one GPU"):
+        seqlab.ones(2).to(one)
     with pytest.raises(ValueError, match="unknown device"):
         seqlab.device("mps")
+    with pytest.raises(ValueError, match="index after ':' must be a number"):
+        seqlab.device("cuda:x")
 
 
 def test_tensor_device_compares_with_strings_and_devices():
@@ -453,3 +457,26 @@ def test_shape_mistakes_are_runtime_errors_as_torchs_and_still_value_errors(case
     with pytest.raises(RuntimeError) as e:
         SHAPE_MISTAKES[case](seqlab)
     assert isinstance(e.value, ValueError) and len(str(e.value).splitlines()) == 1
+
+
+def test_reversed_flips_the_first_dim_as_torch():
+    """d2l's BiRNNScratch runs its backward RNN on `reversed(inputs)` (an audit found a plain iterator)."""
+    a = np.arange(6, dtype=np.float32).reshape(3, 2)
+    np.testing.assert_array_equal(reversed(seqlab.tensor(a)).numpy(), reversed(torch.tensor(a)).numpy())
+    x = seqlab.tensor(a, requires_grad=True)
+    (reversed(x) * seqlab.tensor([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])).sum().backward()
+    np.testing.assert_array_equal(x.grad, [[3, 3], [2, 2], [1, 1]])
+    assert reversed(seqlab.tensor(2.0)).item() == 2.0
+
+
+@pytest.mark.parametrize("case", ["layer_norm", "mean_of_int"])
+def test_more_torch_runtime_errors(case):
+    """A LayerNorm of another trailing shape and the mean of an integer tensor: torch's RuntimeError, seqlab's
+    ValueError / TypeError, one class both (an audit found plain ones)."""
+    calls = {"layer_norm": lambda lib: lib.nn.LayerNorm([5, 4])(lib.ones(2, 1, 4)),
+             "mean_of_int": lambda lib: lib.tensor([1, 2]).mean()}
+    with pytest.raises(RuntimeError):
+        calls[case](torch)
+    with pytest.raises(RuntimeError) as e:
+        calls[case](seqlab)
+    assert isinstance(e.value, (ValueError, TypeError))

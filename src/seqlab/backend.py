@@ -62,7 +62,7 @@ def device_name(device: Any) -> str | None:
     if kind not in ("cpu", "cuda"):
         raise ValueError(f"unknown device {device!r}; expected 'cpu' or 'cuda'")
     if index and index != "0":
-        raise ValueError(f"device {device!r}: seqlab uses one GPU, 'cuda' (or 'cuda:0')")
+        raise ValueError(f"device {str(device)!r}: seqlab uses one GPU, 'cuda' (or 'cuda:0')")
     return kind
 
 

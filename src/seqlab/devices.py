@@ -11,6 +11,8 @@ from seqlab import backend
 
 class device(str):  # noqa: N801  (torch's name)
     """``seqlab.device("cpu")``, ``device("cuda")``, ``device("cuda:0")``, ``device("cuda", 0)``, ``device(0)``.
+    ``device("cuda:1")`` can be named, as torch's (d2l's first GPU cell); moving a tensor there is refused, since
+    seqlab drives one GPU.
 
     ``.type`` is "cpu" or "cuda" and ``.index`` the GPU's number or None, as torch's. ``with device("cuda"):``
     creates new tensors there, as torch's."""
@@ -27,7 +29,10 @@ class device(str):  # noqa: N801  (torch's name)
                 raise ValueError(f"type (string) must not include an index because index was passed "
                                  f"explicitly: {type}")
             type = f"{type}:{index}"
-        kind = backend.device_name(type)  # validates: "cpu", "cuda", "cuda:0"
+        kind, _, number = type.partition(":")
+        if number and not number.isdigit():
+            raise ValueError(f"invalid device string {type!r}: the index after ':' must be a number")
+        backend.device_name(kind)  # validates the kind: "cpu" or "cuda"; an index > 0 is refused where it is used
         obj = super().__new__(cls, type)
         obj.type = kind
         obj.index = int(type.partition(":")[2]) if ":" in type else None

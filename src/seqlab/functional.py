@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 
+from seqlab.autograd.torch_errors import DtypeNotImplementedError
 from seqlab.errors import ShapeError
 from seqlab import backend
 from seqlab import kernels
@@ -78,8 +79,8 @@ def _softmax_input(name: str, x, dim, dtype, stacklevel: int) -> tuple[Tensor, i
                       "Change the call to include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
         dim = 0 if x.ndim in (0, 1, 3) else 1
     if x.dtype.kind not in "fc":  # torch refuses these too ("not implemented for 'Long'")
-        raise TypeError(f"{name}() of a {x.dtype} tensor: it needs floating point; convert first (x.float()) "
-                        f"or pass dtype=seqlab.float32")
+        raise DtypeNotImplementedError(f"{name}() of a {x.dtype} tensor: it needs floating point; convert first "
+                                       f"(x.float()) or pass dtype=seqlab.float32")
     return x, normalize_dim(dim, x.ndim)  # a dim out of range: torch's IndexError
 
 
@@ -118,7 +119,7 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  #
     x = _t(input)
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(x.shape[x.ndim - len(ns):]) != ns:
-        raise ValueError(f"input has shape {x.shape} but layer_norm normalizes over trailing {ns}")
+        raise ShapeError(f"input has shape {x.shape} but layer_norm normalizes over trailing {ns}")
     args = [x, weight, bias]
     return Fu.LayerNorm.apply(*args, nd=len(ns), eps=eps)
 

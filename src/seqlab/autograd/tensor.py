@@ -33,6 +33,7 @@ from seqlab.autograd.ops import movement as V
 from seqlab.autograd.ops import reduce as R
 from seqlab.autograd.ops.reduce import normalize_dim, normalize_dims
 from seqlab.autograd.tensor_common import _dim_or_axis
+from seqlab.autograd.torch_errors import DtypeError
 from seqlab.autograd.tensor_convert import ConversionMethods
 from seqlab.autograd.tensor_indexing import IndexingMethods
 from seqlab.autograd.tensor_inplace import InPlaceMethods
@@ -170,6 +171,10 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods, Ex
     @property
     def is_leaf(self) -> bool:
         return self._ctx is None
+
+    def __reversed__(self) -> "Tensor":
+        """`reversed(x)`: x flipped along dim 0 (a 0-d tensor itself), as torch's (d2l's bidirectional RNN)."""
+        return self if self.ndim == 0 else self.flip(0)
 
     def size(self, dim: int | None = None):
         return self.data.shape if dim is None else self.data.shape[normalize_dim(dim, self.ndim)]
@@ -756,7 +761,7 @@ class Tensor(InPlaceMethods, ConversionMethods, MathMethods, IndexingMethods, Ex
         x = self if dtype is None else self.astype(dtype)
         if x.dtype.kind not in "fc":
             what = "the input" if dtype is None else "dtype="
-            raise TypeError(f"mean(): could not infer output dtype: {what} must be a floating point or complex "
+            raise DtypeError(f"mean(): could not infer output dtype: {what} must be a floating point or complex "
                             f"dtype, got {x.dtype} (as torch); pass dtype=seqlab.float32 or convert with .float()")
         return R.Mean.apply(x, dim=_dim_or_axis("mean", dim, axis), keepdim=keepdim)
 
