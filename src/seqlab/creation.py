@@ -6,12 +6,12 @@ import builtins  # this module defines torch's sum, max, min, pow, abs
 
 import numpy as np
 
-from seqlab.errors import ShapeError
 from seqlab import backend
 from seqlab.autograd.ops import elementwise as E
 from seqlab.autograd.ops import movement as V
 from seqlab.autograd.ops.reduce import normalize_dim
 from seqlab.autograd.tensor import _KIND_RANK, Tensor, _arr, _dim_or_axis
+from seqlab.errors import ShapeError
 
 
 def _dtype(dtype):

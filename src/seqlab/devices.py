@@ -35,7 +35,7 @@ class device(str):  # noqa: N801  (torch's name)
         backend.device_name(kind)  # validates the kind: "cpu" or "cuda"; an index > 0 is refused where it is used
         obj = super().__new__(cls, type)
         obj.type = kind
-        obj.index = int(type.partition(":")[2]) if ":" in type else None
+        obj.index = int(number) if number else None
         return obj
 
     def __repr__(self) -> str:

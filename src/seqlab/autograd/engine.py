@@ -294,9 +294,9 @@ def _add_to_grad(t, g) -> None:
     """t.grad += g in place, as torch accumulates: whoever holds the .grad array sees the sum. A new array where
     the sum cannot go in place (a .grad set by hand that is read-only, or of another shape or a narrower dtype)."""
     cur = t.grad
-    if (type(cur) is type(g) and cur.shape == g.shape and cur.flags.writeable
-            and xp_of(cur).result_type(cur, g) == cur.dtype):
-        xp_of(cur).add(cur, g, out=cur)
+    xp = xp_of(cur)
+    if type(cur) is type(g) and cur.shape == g.shape and cur.flags.writeable and xp.result_type(cur, g) == cur.dtype:
+        xp.add(cur, g, out=cur)
     else:
         t.grad = cur + g
 

@@ -36,8 +36,8 @@ def _wrap(fn: Callable, aliases: dict[str, str]) -> Callable:
 def numpy_names_for(fn: Any) -> Callable | None:
     """`fn` wrapped to take the NumPy names its signature lacks; None when it needs no wrapping (no
     ``keepdim`` parameter, not a plain function, or wrapped already)."""
-    if not inspect.isfunction(fn) or hasattr(fn, "numpy_names"):
-        return None
+    if not inspect.isfunction(fn) or hasattr(fn, "numpy_names") or "keepdim" not in fn.__code__.co_varnames:
+        return None  # (the last test spares inspect.signature for the many functions without keepdim)
     params = inspect.signature(fn).parameters
     if "keepdim" not in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
         return None

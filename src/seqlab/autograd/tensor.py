@@ -20,7 +20,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from seqlab.errors import ShapeError
 from seqlab import backend
 from seqlab.autograd import engine
 from seqlab.autograd import tensor_convert, tensor_inplace, tensor_shape, tensor_stats
@@ -28,6 +27,7 @@ from seqlab.autograd.function import Function, is_grad_enabled
 from seqlab.autograd.ops import activation as A
 from seqlab.autograd.ops import elementwise as E
 from seqlab.devices import CPU, CUDA
+from seqlab.errors import ShapeError
 from seqlab.autograd.ops import matmul as M
 from seqlab.autograd.ops import movement as V
 from seqlab.autograd.ops import reduce as R

@@ -23,7 +23,7 @@ from tokenizers import Tokenizer as _Backend
 
 from seqlab.data.hf_backends import (SPECIAL_NAMES, _DEFAULT_SPECIALS, _GUESSES, PathLike, _kind, _load_backend,
                                      _read_json, _token_text, pretrained_path)
-from seqlab.data.tokenizer_encoding import EncodingMixin
+from seqlab.data.tokenizer_encoding import EncodingMixin, check_padding_side
 from seqlab.data.tokenizer_training import TrainingMixin
 
 
@@ -162,9 +162,7 @@ class Tokenizer(EncodingMixin, TrainingMixin):
 
     @padding_side.setter
     def padding_side(self, side: str) -> None:
-        if side not in ("right", "left"):
-            raise ValueError(f"padding_side must be 'right' or 'left', got {side!r}")
-        self._padding_side = side
+        self._padding_side = check_padding_side(side)
 
     @property
     def backend(self) -> _Backend:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from tokenizers import Tokenizer as _Backend
 
 from seqlab.data.batching import pad_batch
@@ -162,9 +163,7 @@ class EncodingMixin:
             pad_to = "max_length"
         else:
             raise ValueError(f"padding must be False, True, 'longest' or 'max_length', got {padding!r}")
-        side = self.padding_side if padding_side is None else padding_side
-        if side not in ("right", "left"):
-            raise ValueError(f"padding_side must be 'right' or 'left', got {side!r}")
+        side = self.padding_side if padding_side is None else check_padding_side(padding_side)
         length = max_length if max_length is not None else self.model_max_length
         if pad_to == "max_length" and length is None:
             raise ValueError("padding='max_length' needs max_length (this tokenizer has no model_max_length)")
@@ -232,6 +231,13 @@ class EncodingMixin:
         return self._truncators[key]
 
 
+def check_padding_side(side: str) -> str:
+    """`side` when it is "right" or "left" (a call's padding_side=, or the tokenizer's attribute)."""
+    if side not in ("right", "left"):
+        raise ValueError(f"padding_side must be 'right' or 'left', got {side!r}")
+    return side
+
+
 def _batch_of(text: Any, split: bool) -> list[Any]:
     """A call's text as a batch: one string (or, pre-split, one list of words) is a batch of one."""
     if split:
@@ -265,8 +271,6 @@ def _with_word_ids(enc: BatchEncoding, encs, T: int | None, side: str) -> BatchE
 
 def _padded_offsets(encs, T: int, side: str):
     """(B, T, 2) int64 character spans, (0, 0) on padding, as transformers' offset_mapping."""
-    import numpy as np
-
     out = np.zeros((len(encs), T, 2), dtype=np.int64)
     for i, e in enumerate(encs):
         n = len(e.offsets)

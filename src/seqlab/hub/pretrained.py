@@ -316,18 +316,19 @@ class PreTrainedModel:
         from seqlab import nn
         from seqlab.random import default_generator
 
+        def positive_int(value, name: str) -> None:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+
         emb = self.get_input_embeddings()
+        if new_num_tokens is not None:
+            positive_int(new_num_tokens, "new_num_tokens")
         if pad_to_multiple_of is not None:
-            multiple = pad_to_multiple_of
-            if isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1:
-                raise ValueError(f"pad_to_multiple_of must be a positive int, got {pad_to_multiple_of!r}")
+            positive_int(pad_to_multiple_of, "pad_to_multiple_of")
             rows = emb.num_embeddings if new_num_tokens is None else new_num_tokens
-            if isinstance(rows, int) and not isinstance(rows, bool):
-                new_num_tokens = -(-rows // pad_to_multiple_of) * pad_to_multiple_of
+            new_num_tokens = -(-rows // pad_to_multiple_of) * pad_to_multiple_of
         if new_num_tokens is None or new_num_tokens == emb.num_embeddings:
             return emb
-        if isinstance(new_num_tokens, bool) or not isinstance(new_num_tokens, int) or new_num_tokens < 1:
-            raise ValueError(f"new_num_tokens must be a positive int, got {new_num_tokens!r}")
         out = self.get_output_embeddings()
         std = float(getattr(self.config, "initializer_range", 0.02))
         rng = default_generator()
